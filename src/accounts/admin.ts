@@ -1,0 +1,116 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import Fastify, { type FastifyBaseLogger } from 'fastify';
+import { AppError, NotFoundError, UnauthorizedError } from '../errors.js';
+import type { Accounts, IssuedToken, TokenInfo } from './service.js';
+
+/**
+ * The embedded database admits one process, so while the service runs the CLI manages tokens
+ * through this loopback-only endpoint. The address is published in `admin.json` and the client
+ * proves it may use it by reading `admin.secret` (mode 0600) from the same data directory.
+ */
+const ADMIN_FILE = 'admin.json';
+const SECRET_FILE = 'admin.secret';
+
+function writePrivate(file: string, content: string): void {
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, content, { mode: 0o600 });
+  fs.renameSync(tmp, file);
+}
+
+export async function startAdminServer(deps: {
+  accounts: Accounts;
+  dataDir: string;
+  logger: FastifyBaseLogger;
+}) {
+  const secret = crypto.randomBytes(32).toString('base64url');
+  const expected = Buffer.from(`Bearer ${secret}`);
+  // Only warnings: a request log line per CLI call would be noise.
+  const app = Fastify({ loggerInstance: deps.logger.child({ component: 'admin' }, { level: 'warn' }) });
+
+  app.addHook('onRequest', async (request) => {
+    const given = Buffer.from(request.headers.authorization ?? '');
+    if (given.length !== expected.length || !crypto.timingSafeEqual(given, expected))
+      throw new UnauthorizedError('bad admin secret');
+  });
+  app.setErrorHandler((error, _request, reply) => {
+    const status =
+      error instanceof UnauthorizedError
+        ? 401
+        : error instanceof NotFoundError
+          ? 404
+          : error instanceof AppError
+            ? 400
+            : 500;
+    return reply.code(status).send({ error: (error as Error).message });
+  });
+  app.post('/admin/tokens', async (request) => {
+    const { account } = (request.body ?? {}) as { account?: string };
+    return deps.accounts.issueToken(account);
+  });
+  app.get('/admin/tokens', async () => deps.accounts.listTokens());
+  app.post('/admin/tokens/:id/revoke', async (request) =>
+    deps.accounts.revokeToken((request.params as { id: string }).id),
+  );
+
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  writePrivate(path.join(deps.dataDir, SECRET_FILE), secret);
+  writePrivate(path.join(deps.dataDir, ADMIN_FILE), JSON.stringify({ pid: process.pid, url }));
+  return {
+    url,
+    async close() {
+      fs.rmSync(path.join(deps.dataDir, ADMIN_FILE), { force: true });
+      fs.rmSync(path.join(deps.dataDir, SECRET_FILE), { force: true });
+      await app.close();
+    },
+  };
+}
+
+/** The token operations, carried out by the running service through its admin endpoint. */
+export function createAdminClient(dataDir: string) {
+  async function call<T>(method: string, route: string, body?: unknown): Promise<T> {
+    let admin: { url: string };
+    let secret: string;
+    try {
+      admin = JSON.parse(fs.readFileSync(path.join(dataDir, ADMIN_FILE), 'utf8')) as { url: string };
+      secret = fs.readFileSync(path.join(dataDir, SECRET_FILE), 'utf8').trim();
+    } catch {
+      throw new Error(
+        `the service using ${dataDir} has not published its admin endpoint yet; try again in a moment`,
+      );
+    }
+    const response = await fetch(`${admin.url}${route}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${secret}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const payload = (await response.json()) as T & { error?: string };
+    if (response.status === 404) throw new NotFoundError(payload.error ?? 'not found');
+    if (!response.ok) throw new Error(payload.error ?? `admin endpoint answered ${response.status}`);
+    return payload;
+  }
+  const revive = (t: TokenInfo): TokenInfo => ({
+    ...t,
+    createdAt: new Date(t.createdAt),
+    lastUsedAt: t.lastUsedAt ? new Date(t.lastUsedAt) : null,
+    revokedAt: t.revokedAt ? new Date(t.revokedAt) : null,
+  });
+  return {
+    async issueToken(account?: string): Promise<IssuedToken> {
+      const issued = await call<IssuedToken>('POST', '/admin/tokens', { account });
+      return { token: issued.token, info: revive(issued.info) };
+    },
+    async listTokens(): Promise<TokenInfo[]> {
+      return (await call<TokenInfo[]>('GET', '/admin/tokens')).map(revive);
+    },
+    async revokeToken(id: string): Promise<TokenInfo> {
+      return revive(await call<TokenInfo>('POST', `/admin/tokens/${encodeURIComponent(id)}/revoke`, {}));
+    },
+  };
+}
+
+export type TokenAdmin = Pick<Accounts, 'issueToken' | 'listTokens' | 'revokeToken'>;

@@ -1,0 +1,167 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { eq } from 'drizzle-orm';
+import type { FastifyInstance } from 'fastify';
+import pino, { type Logger } from 'pino';
+import { startAdminServer } from './accounts/admin.js';
+import { createAccounts, type IssuedToken } from './accounts/service.js';
+import type { Config } from './config.js';
+import { createMetrics } from './http/metrics.js';
+import { createHttpServer } from './http/server.js';
+import { createIdempotency } from './idempotency/service.js';
+import { createRegistries } from './registry/service.js';
+import { createEnvelope, type Envelope } from './secrets/envelope.js';
+import { loadMasterKey } from './secrets/master-key.js';
+import { type Db, openStore, type Store } from './store/db.js';
+import { acquireDataDirLock, type DataDirLock } from './store/lock.js';
+import { settings } from './store/schema.js';
+
+export const PGLITE_SUBDIR = 'pglite';
+
+export function packageVersion(): string {
+  const pkg = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
+  return pkg.version;
+}
+
+/** Refused start: a misconfiguration the operator must fix, reported as one line. */
+export class StartupError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StartupError';
+  }
+}
+
+export interface OpenedStore {
+  store: Store;
+  /** Releases the data directory (embedded database only). */
+  lock: DataDirLock | undefined;
+}
+
+/** Opens the configured database, migrated, holding the data directory when it is embedded. */
+export async function openConfiguredStore(config: Config, logger?: Logger): Promise<OpenedStore> {
+  const lock = config.databaseUrl ? undefined : acquireDataDirLock(config.dataDir);
+  try {
+    const store = await openStore(
+      config.databaseUrl
+        ? {
+            databaseUrl: config.databaseUrl,
+            onError: (err) => logger?.warn({ err }, 'database connection lost'),
+          }
+        : { pgliteDir: path.join(config.dataDir, PGLITE_SUBDIR) },
+    );
+    try {
+      await store.migrate();
+    } catch (err) {
+      await store.close();
+      throw err;
+    }
+    return { store, lock };
+  } catch (err) {
+    lock?.release();
+    throw err;
+  }
+}
+
+/**
+ * Binds the database to the first master key that touches it, so a service started later with
+ * another key refuses to start instead of writing records nobody can read together.
+ */
+async function checkMasterKey(db: Db, envelope: Envelope): Promise<void> {
+  await db.insert(settings).values({ key: 'master_key_id', value: envelope.keyId }).onConflictDoNothing();
+  const [row] = await db.select().from(settings).where(eq(settings.key, 'master_key_id'));
+  if (row && row.value !== envelope.keyId) {
+    throw new StartupError(
+      `LEDGERHOOK_MASTER_KEY does not match this database: its records use master key ${row.value}, the configured key is ${envelope.keyId}`,
+    );
+  }
+}
+
+export interface RunningApp {
+  http: FastifyInstance;
+  /** Base URL the API listens on. */
+  url: string;
+  store: Store;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  logger?: Logger;
+  /** Where the first-start token is shown; the console by default. */
+  announceToken?: (issued: IssuedToken) => void;
+}
+
+export function announceTokenOnConsole(issued: IssuedToken): void {
+  process.stdout.write(
+    [
+      '',
+      'Ledgerhook created the default account. Its API token is shown only this once:',
+      '',
+      `  ${issued.token}`,
+      '',
+      'Send it as "Authorization: Bearer <token>". More tokens: ledgerhook token create',
+      '',
+      '',
+    ].join('\n'),
+  );
+}
+
+/** The composition root: store, services, HTTP API and admin endpoint, started in that order. */
+export async function startApp(config: Config, options: StartOptions = {}): Promise<RunningApp> {
+  const logger = options.logger ?? pino({ level: config.logLevel });
+  const { key: masterKey, generated } = loadMasterKey(config.masterKey, config.dataDir);
+  if (generated) {
+    logger.info(
+      { file: path.join(config.dataDir, 'master.key') },
+      'generated a master key for encryption at rest; back it up',
+    );
+  }
+  if (generated && config.databaseUrl) {
+    logger.warn(
+      'with DATABASE_URL and several processes, set LEDGERHOOK_MASTER_KEY so they all share one master key',
+    );
+  }
+  const envelope = createEnvelope(masterKey);
+  const { store, lock } = await openConfiguredStore(config, logger);
+  const closers: Array<() => Promise<void>> = [
+    async () => {
+      await store.close();
+      lock?.release();
+    },
+  ];
+  const close = async () => {
+    for (const closer of closers.splice(0).reverse()) await closer();
+  };
+  try {
+    await checkMasterKey(store.db, envelope);
+    const accounts = createAccounts({ db: store.db });
+    const idempotency = createIdempotency({ db: store.db });
+    const registries = createRegistries({ db: store.db, envelope, idempotency });
+
+    const first = await accounts.bootstrap();
+    if (first) (options.announceToken ?? announceTokenOnConsole)(first);
+
+    const http = await createHttpServer({
+      logger,
+      accounts,
+      registries,
+      metrics: createMetrics(),
+      checkReady: () => store.ping(),
+      bodyLimit: config.bodyLimit,
+      version: packageVersion(),
+    });
+    closers.push(() => http.close());
+    const url = await http.listen({ host: config.host, port: config.port });
+
+    if (store.kind === 'pglite') {
+      const admin = await startAdminServer({ accounts, dataDir: config.dataDir, logger });
+      closers.push(() => admin.close());
+    }
+    logger.info({ url, database: store.kind }, 'ledgerhook is serving');
+    return { http, url, store, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}

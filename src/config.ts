@@ -1,0 +1,86 @@
+import path from 'node:path';
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  /** PostgreSQL server; when absent the embedded PGlite database in `dataDir` is used. */
+  databaseUrl: string | undefined;
+  logLevel: LogLevel;
+  /** 32-byte key wrapping per-record data keys; when absent it is generated into `dataDir`. */
+  masterKey: Buffer | undefined;
+  bodyLimit: number;
+}
+
+/** A configuration problem, reported as one line naming the variable. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    problem: string,
+  ) {
+    super(`${variable} ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function readInt(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be an integer (got "${raw}")`);
+  const value = Number(raw.trim());
+  if (value < min || value > max)
+    throw new ConfigError(name, `must be between ${min} and ${max} (got ${value})`);
+  return value;
+}
+
+function readDatabaseUrl(env: Env): string | undefined {
+  const raw = env.DATABASE_URL;
+  if (raw === undefined || raw.trim() === '') return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError('DATABASE_URL', 'is not a valid URL (expected postgres://user@host:5432/db)');
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new ConfigError('DATABASE_URL', `must use postgres:// or postgresql:// (got "${url.protocol}")`);
+  }
+  return raw;
+}
+
+/** Accepts 64 hex characters or base64 of exactly 32 bytes. */
+export function parseMasterKey(raw: string, variable = 'LEDGERHOOK_MASTER_KEY'): Buffer {
+  const text = raw.trim();
+  if (/^[0-9a-fA-F]{64}$/.test(text)) return Buffer.from(text, 'hex');
+  if (/^[A-Za-z0-9+/_-]+={0,2}$/.test(text)) {
+    const key = Buffer.from(text, 'base64');
+    if (key.length === 32) return key;
+  }
+  throw new ConfigError(variable, 'must be 32 bytes, as 64 hex characters or base64');
+}
+
+export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config {
+  const port = readInt(env, 'PORT', 8080, 0, 65535);
+  const host = (env.HOST ?? '127.0.0.1').trim();
+  if (host === '') throw new ConfigError('HOST', 'must not be empty');
+  const dataDirRaw = env.LEDGERHOOK_DATA_DIR?.trim() || './data';
+  const logLevel = (env.LOG_LEVEL?.trim() || 'info') as LogLevel;
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')} (got "${env.LOG_LEVEL}")`);
+  }
+  const masterKeyRaw = env.LEDGERHOOK_MASTER_KEY;
+  return {
+    port,
+    host,
+    dataDir: path.resolve(cwd, dataDirRaw),
+    databaseUrl: readDatabaseUrl(env),
+    logLevel,
+    masterKey: masterKeyRaw && masterKeyRaw.trim() !== '' ? parseMasterKey(masterKeyRaw) : undefined,
+    bodyLimit: readInt(env, 'LEDGERHOOK_BODY_LIMIT', 1024 * 1024, 1024, 64 * 1024 * 1024),
+  };
+}

@@ -1,0 +1,74 @@
+/**
+ * The domain's error hierarchy. Services throw these; `http/problem.ts` is the one place that
+ * turns them into HTTP status codes and RFC 9457 problem details.
+ */
+
+/** One invalid input, located by a JSON pointer into the body or by a parameter or header name. */
+export interface FieldError {
+  detail: string;
+  pointer?: string;
+  parameter?: string;
+  header?: string;
+}
+
+export abstract class AppError extends Error {
+  abstract readonly kind: string;
+  /** Whether the same request may succeed later without change. */
+  readonly retryable: boolean = false;
+}
+
+export class ValidationError extends AppError {
+  readonly kind = 'validation';
+  constructor(
+    message: string,
+    readonly errors: FieldError[] = [],
+  ) {
+    super(message);
+    this.name = 'ValidationError';
+  }
+}
+
+export class UnauthorizedError extends AppError {
+  readonly kind = 'unauthorized';
+  constructor(message = 'A valid API token is required: send Authorization: Bearer <token>') {
+    super(message);
+    this.name = 'UnauthorizedError';
+  }
+}
+
+export class NotFoundError extends AppError {
+  readonly kind = 'not_found';
+  constructor(message: string) {
+    super(message);
+    this.name = 'NotFoundError';
+  }
+}
+
+export class ConflictError extends AppError {
+  readonly kind = 'conflict';
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConflictError';
+  }
+}
+
+export class UpstreamUnavailableError extends AppError {
+  readonly kind = 'upstream_unavailable';
+  override readonly retryable = true;
+  constructor(
+    message: string,
+    readonly retryAfterSeconds = 5,
+  ) {
+    super(message);
+    this.name = 'UpstreamUnavailableError';
+  }
+}
+
+/** A server-side misconfiguration the client cannot fix (for example a wrong master key). */
+export class ServerMisconfiguredError extends AppError {
+  readonly kind = 'misconfigured';
+  constructor(message: string) {
+    super(message);
+    this.name = 'ServerMisconfiguredError';
+  }
+}

@@ -1,0 +1,110 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import type { Accounts } from '../accounts/service.js';
+import { registerRegistryRoutes } from '../registry/routes.js';
+import type { Registries } from '../registry/service.js';
+import { requireBearerToken } from './auth.js';
+import type { Metrics } from './metrics.js';
+import { registerProblemHandling, sendProblem } from './problem.js';
+import { ProblemSchema } from './schemas.js';
+import { createValidatorCompiler } from './validation.js';
+
+export interface HttpServerDeps {
+  logger: FastifyBaseLogger;
+  accounts: Accounts;
+  registries: Registries;
+  metrics: Metrics;
+  /** Resolves when the database answers; rejects otherwise. */
+  checkReady: () => Promise<void>;
+  bodyLimit: number;
+  version: string;
+}
+
+export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.logger,
+    bodyLimit: deps.bodyLimit,
+    // Request logs carry method, URL and status; bodies are never logged (they may be encrypted at rest).
+    return503OnClosing: true,
+    routerOptions: { ignoreTrailingSlash: true },
+  });
+  app.setValidatorCompiler(createValidatorCompiler());
+  app.addSchema(ProblemSchema);
+  registerProblemHandling(app);
+  deps.metrics.instrument(app);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'Ledgerhook API',
+        version: deps.version,
+        description:
+          'Address notifications, registries and transaction lookup. Errors are RFC 9457 problem details (application/problem+json).',
+      },
+      components: {
+        securitySchemes: {
+          bearerAuth: { type: 'http', scheme: 'bearer', description: 'API token (lh_...)' },
+        },
+      },
+      security: [{ bearerAuth: [] }],
+    },
+    refResolver: { buildLocalReference: (json, _base, _fragment, i) => (json.$id as string) ?? `def-${i}` },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: false } });
+
+  const open = { security: [] as never[], tags: ['service'] };
+  app.get('/openapi.json', { schema: { ...open, summary: 'This OpenAPI 3 document' } }, async () =>
+    app.swagger(),
+  );
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        ...open,
+        summary: 'Liveness: the process serves requests',
+        response: { 200: Type.Object({ status: Type.String() }) },
+      },
+    },
+    async () => ({ status: 'ok' }),
+  );
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        ...open,
+        summary: 'Readiness: the database answers',
+        response: {
+          200: Type.Object({ status: Type.String(), database: Type.String() }),
+          503: { $ref: 'Problem#' },
+        },
+      },
+    },
+    async (request, reply) => {
+      try {
+        await deps.checkReady();
+        return { status: 'ready', database: 'ok' };
+      } catch (err) {
+        request.log.warn({ err }, 'readiness check failed');
+        return sendProblem(reply, 503, 'not_ready', 'The database does not answer');
+      }
+    },
+  );
+  app.get(
+    '/metrics',
+    { schema: { ...open, summary: 'Prometheus metrics (text exposition format)', produces: ['text/plain'] } },
+    async (_request, reply) =>
+      reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics()),
+  );
+
+  await app.register(
+    async (api) => {
+      requireBearerToken(api, deps.accounts);
+      registerRegistryRoutes(api, deps.registries);
+    },
+    { prefix: '/api/v1' },
+  );
+  return app;
+}

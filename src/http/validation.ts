@@ -1,0 +1,80 @@
+import { Ajv, type ErrorObject, type Options } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { FastifySchema, FastifySchemaCompiler } from 'fastify';
+import type { FieldError } from '../errors.js';
+
+// ajv-formats ships CommonJS with a default export.
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+
+function buildAjv(options: Options): Ajv {
+  const ajv = new Ajv({
+    // Unknown fields are refused (400), never silently dropped.
+    removeAdditional: false,
+    useDefaults: true,
+    allErrors: true,
+    strict: false,
+    ...options,
+  });
+  addFormats(ajv);
+  return ajv;
+}
+
+/**
+ * Bodies are validated as sent (a string "5" is not a number); query strings, path parameters
+ * and headers are text on the wire, so they are coerced to the declared types.
+ */
+export function createValidatorCompiler(): FastifySchemaCompiler<FastifySchema> {
+  const strict = buildAjv({ coerceTypes: false });
+  const coercing = buildAjv({ coerceTypes: 'array' });
+  return ({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema as object);
+}
+
+function escapePointerToken(token: string): string {
+  return token.replace(/~/g, '~0').replace(/\//g, '~1');
+}
+
+function describe(error: ErrorObject): string {
+  switch (error.keyword) {
+    case 'required':
+      return 'is required';
+    case 'additionalProperties':
+      return 'is not a known field';
+    case 'enum':
+      return `must be one of ${(error.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`;
+    default:
+      return error.message ?? 'is invalid';
+  }
+}
+
+function location(error: ErrorObject): string {
+  const params = error.params as { missingProperty?: string; additionalProperty?: string };
+  const child =
+    params.missingProperty ??
+    (error.keyword === 'additionalProperties' ? params.additionalProperty : undefined);
+  return child === undefined ? error.instancePath : `${error.instancePath}/${escapePointerToken(child)}`;
+}
+
+/** Turns ajv errors into field errors: JSON pointers for bodies, names for parameters and headers. */
+export function toFieldErrors(errors: ErrorObject[], context: string): FieldError[] {
+  const seen = new Set<string>();
+  const out: FieldError[] = [];
+  for (const error of errors) {
+    const path = location(error);
+    const detail = describe(error);
+    const key = `${path}\0${detail}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const name = path.split('/')[1] ?? '';
+    if (context === 'body') out.push({ pointer: `#${path}`, detail });
+    else if (context === 'headers') out.push({ header: name, detail });
+    else out.push({ parameter: name, detail });
+  }
+  return out;
+}
+
+/** How a field error names its field, for the one-line `detail`. */
+export function fieldName(error: FieldError): string {
+  if (error.pointer !== undefined)
+    return error.pointer === '#' ? 'body' : error.pointer.slice(2).replace(/\//g, '.');
+  return error.parameter ?? error.header ?? 'request';
+}

@@ -1,0 +1,234 @@
+import { eq } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { startTestApp, type TestApp } from '../../test/helpers/app.js';
+import { backends } from '../../test/helpers/env.js';
+import { snapshotDatabase } from '../../test/helpers/snapshot.js';
+import { registries } from './schema.js';
+
+const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+interface Created {
+  message: string;
+  data: { id: string; title: string; created_at: string };
+}
+
+function sampleBody(overrides: Record<string, unknown> = {}) {
+  return {
+    title: 'Warehouse 7 inventory',
+    metadata: [
+      { type: 'TEXT', key: 'owner', value: 'Ada Lovelace', title: 'Owner' },
+      { type: 'NUMBER', key: 'pallets', value: '-12.5e2' },
+      { type: 'DATE', key: 'audited', value: '2026-02-28' },
+      { type: 'BOOLEAN', key: 'insured', value: 'true' },
+      { type: 'URL', key: 'site', value: 'https://example.com/w7' },
+      { type: 'EMAIL', key: 'contact', value: 'ada@example.com' },
+      { type: 'FILE', key: 'photo', file: 'data:image/png;base64,iVBORw0KGgo=' },
+    ],
+    folder_id: 'warehouses',
+    template: 'STORAGE',
+    description: 'Quarterly audit',
+    ...overrides,
+  };
+}
+
+describe.each(backends)('registry API on %s', (backend) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp(backend);
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  test('create returns 201 with the documented shape, and get returns the whole registry', async () => {
+    const body = sampleBody({ callback_url: 'https://hooks.example.com/registry' });
+    const before = Date.now();
+    const created = await t.request('POST', '/api/v1/registry/create', { body });
+    expect(created.status).toBe(201);
+    const c = created.body as Created;
+    expect(Object.keys(c).sort()).toEqual(['data', 'message']);
+    expect(c.message).toBe('Registry created successfully');
+    expect(Object.keys(c.data).sort()).toEqual(['created_at', 'id', 'title']);
+    expect(c.data.title).toBe(body.title);
+    expect(c.data.created_at).toMatch(ISO_UTC);
+    expect(Date.parse(c.data.created_at)).toBeGreaterThanOrEqual(before - 5);
+
+    const got = await t.request('GET', `/api/v1/registry/${c.data.id}`);
+    expect(got.status).toBe(200);
+    expect(got.body).toEqual({
+      data: {
+        id: c.data.id,
+        title: body.title,
+        description: 'Quarterly audit',
+        folder_id: 'warehouses',
+        template: 'STORAGE',
+        metadata: body.metadata,
+        callback_url: 'https://hooks.example.com/registry',
+        data_encrypted: false,
+        created_at: c.data.created_at,
+      },
+    });
+  });
+
+  test('an empty metadata list is accepted and optional fields come back null', async () => {
+    const created = await t.request('POST', '/api/v1/registry/create', {
+      body: { title: 'Bare', metadata: [], folder_id: 'bare', template: 'PASS' },
+    });
+    expect(created.status).toBe(201);
+    const got = await t.request('GET', `/api/v1/registry/${(created.body as Created).data.id}`);
+    expect(got.body).toMatchObject({
+      data: { metadata: [], description: null, callback_url: null, template: 'PASS', data_encrypted: false },
+    });
+  });
+
+  test('a new folder_id creates the folder; the folder list counts its registries', async () => {
+    for (let i = 0; i < 3; i++) {
+      const r = await t.request('POST', '/api/v1/registry/create', {
+        body: sampleBody({ folder_id: 'counted-a', title: `a${i}` }),
+      });
+      expect(r.status).toBe(201);
+    }
+    await t.request('POST', '/api/v1/registry/create', { body: sampleBody({ folder_id: 'counted-b' }) });
+    const folders = await t.request('GET', '/api/v1/folder?limit=100');
+    expect(folders.status).toBe(200);
+    const list = (
+      folders.body as { data: { folder_id: string; registry_count: number; created_at: string }[] }
+    ).data;
+    expect(list.find((f) => f.folder_id === 'counted-a')).toMatchObject({ registry_count: 3 });
+    expect(list.find((f) => f.folder_id === 'counted-b')).toMatchObject({ registry_count: 1 });
+    expect(list.find((f) => f.folder_id === 'counted-a')?.created_at).toMatch(ISO_UTC);
+    const names = list.map((f) => f.folder_id);
+    expect(names).toEqual([...names].sort());
+  });
+
+  test('the list pages with a cursor, newest first, filtered by folder', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const r = await t.request('POST', '/api/v1/registry/create', {
+        body: sampleBody({ folder_id: 'paged', title: `p${i}` }),
+      });
+      ids.push((r.body as Created).data.id);
+    }
+    await t.request('POST', '/api/v1/registry/create', { body: sampleBody({ folder_id: 'elsewhere' }) });
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const query: string = `/api/v1/registry?folder_id=paged&limit=2${cursor ? `&cursor=${cursor}` : ''}`;
+      const page = await t.request('GET', query);
+      expect(page.status).toBe(200);
+      const p = page.body as {
+        data: { id: string; folder_id: string; title: string }[];
+        next_cursor: string | null;
+      };
+      expect(p.data.length).toBeLessThanOrEqual(2);
+      for (const r of p.data) expect(r.folder_id).toBe('paged');
+      seen.push(...p.data.map((r) => r.id));
+      cursor = p.next_cursor;
+      pages++;
+    } while (cursor && pages < 10);
+    expect(pages).toBe(3);
+    expect(seen).toEqual([...ids].reverse());
+  });
+
+  test('Idempotency-Key: the same key and body replay the first response; another body is 409', async () => {
+    const body = sampleBody({ folder_id: 'idem', title: 'once' });
+    const headers = { 'idempotency-key': 'order-4711' };
+    const first = await t.request('POST', '/api/v1/registry/create', { body, headers });
+    expect(first.status).toBe(201);
+    // Same content, keys in another order: still the same request.
+    const reordered = Object.fromEntries(Object.entries(body).reverse());
+    const second = await t.request('POST', '/api/v1/registry/create', { body: reordered, headers });
+    expect(second.status).toBe(201);
+    expect(second.body).toEqual(first.body);
+    expect(second.headers.get('idempotent-replayed')).toBe('true');
+
+    const before = await snapshotDatabase(t.app.store);
+    const conflict = await t.request('POST', '/api/v1/registry/create', {
+      body: { ...body, title: 'twice' },
+      headers,
+    });
+    expect(conflict.status).toBe(409);
+    expect(conflict.headers.get('content-type')).toContain('application/problem+json');
+    expect(conflict.body).toMatchObject({ status: 409, type: 'urn:ledgerhook:problem:conflict' });
+    expect(await snapshotDatabase(t.app.store)).toEqual(before);
+
+    const inFolder = await t.request('GET', '/api/v1/registry?folder_id=idem');
+    expect((inFolder.body as { data: unknown[] }).data).toHaveLength(1);
+  });
+
+  test('Idempotency-Key: concurrent retries create one registry', async () => {
+    const body = sampleBody({ folder_id: 'idem-race', title: 'race' });
+    const headers = { 'idempotency-key': 'race-1' };
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () => t.request('POST', '/api/v1/registry/create', { body, headers })),
+    );
+    for (const r of results) expect(r.status).toBe(201);
+    const ids = new Set(results.map((r) => (r.body as Created).data.id));
+    expect(ids.size).toBe(1);
+    const inFolder = await t.request('GET', '/api/v1/registry?folder_id=idem-race');
+    expect((inFolder.body as { data: unknown[] }).data).toHaveLength(1);
+  });
+
+  test('tenant isolation: another account sees none of it', async () => {
+    const created = await t.request('POST', '/api/v1/registry/create', {
+      body: sampleBody({ folder_id: 'private-a' }),
+    });
+    const id = (created.body as Created).data.id;
+    const tokenB = await t.tokenFor('tenant-b');
+
+    const asB = await t.request('GET', `/api/v1/registry/${id}`, { token: tokenB });
+    expect(asB.status).toBe(404);
+    expect(asB.body).toMatchObject({ status: 404 });
+
+    const foldersB = await t.request('GET', '/api/v1/folder', { token: tokenB });
+    expect((foldersB.body as { data: unknown[] }).data).toEqual([]);
+    const listB = await t.request('GET', '/api/v1/registry?folder_id=private-a', { token: tokenB });
+    expect((listB.body as { data: unknown[] }).data).toEqual([]);
+
+    // B may use the same folder name; it is B's own folder, A's count is unchanged.
+    const mine = await t.request('POST', '/api/v1/registry/create', {
+      token: tokenB,
+      body: sampleBody({ folder_id: 'private-a' }),
+    });
+    expect(mine.status).toBe(201);
+    const foldersA = await t.request('GET', '/api/v1/folder?limit=100');
+    const a = (foldersA.body as { data: { folder_id: string; registry_count: number }[] }).data;
+    expect(a.find((f) => f.folder_id === 'private-a')?.registry_count).toBe(1);
+    const listA = await t.request('GET', '/api/v1/registry?folder_id=private-a');
+    expect((listA.body as { data: { id: string }[] }).data.map((r) => r.id)).toEqual([id]);
+  });
+
+  test('data_encrypted stores only ciphertext and returns the plaintext to its owner', async () => {
+    const body = sampleBody({ data_encrypted: true, description: 'vault description', folder_id: 'vault' });
+    const created = await t.request('POST', '/api/v1/registry/create', { body });
+    expect(created.status).toBe(201);
+    const id = (created.body as Created).data.id;
+
+    const [row] = await t.app.store.db.select().from(registries).where(eq(registries.id, id));
+    expect(row?.metadata).toBeNull();
+    expect(row?.description).toBeNull();
+    expect(row?.title).toBe(body.title);
+    expect(row?.ciphertext).toBeTruthy();
+    expect(row?.wrappedKey).toBeTruthy();
+    expect(JSON.stringify(row)).not.toContain('Ada Lovelace');
+    expect(JSON.stringify(row)).not.toContain('vault description');
+
+    const got = await t.request('GET', `/api/v1/registry/${id}`);
+    expect(got.body).toMatchObject({
+      data: { metadata: body.metadata, description: 'vault description', data_encrypted: true },
+    });
+    const listed = await t.request('GET', '/api/v1/registry?folder_id=vault');
+    expect(listed.body).toMatchObject({
+      data: [{ id, metadata: body.metadata, description: 'vault description' }],
+    });
+  });
+
+  test('an unknown registry id is 404, a malformed one 400 naming the parameter', async () => {
+    const missing = await t.request('GET', '/api/v1/registry/01a1ffc2-3a39-75cc-aff5-245fafbb1e9b');
+    expect(missing.status).toBe(404);
+    const malformed = await t.request('GET', '/api/v1/registry/not-a-uuid');
+    expect(malformed.status).toBe(400);
+    expect(malformed.body).toMatchObject({ errors: [{ parameter: 'id' }] });
+  });
+});

@@ -1,0 +1,28 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseMasterKey } from '../config.js';
+
+export const MASTER_KEY_FILE = 'master.key';
+
+/**
+ * The configured master key, or the one generated into the data directory on first use
+ * (mode 0600). With several processes on one PostgreSQL, configure LEDGERHOOK_MASTER_KEY instead.
+ */
+export function loadMasterKey(
+  configured: Buffer | undefined,
+  dataDir: string,
+): { key: Buffer; generated: boolean } {
+  if (configured) return { key: configured, generated: false };
+  const file = path.join(dataDir, MASTER_KEY_FILE);
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  try {
+    const fd = fs.openSync(file, 'wx', 0o600);
+    fs.writeSync(fd, `${crypto.randomBytes(32).toString('hex')}\n`);
+    fs.closeSync(fd);
+    return { key: parseMasterKey(fs.readFileSync(file, 'utf8'), file), generated: true };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  return { key: parseMasterKey(fs.readFileSync(file, 'utf8'), file), generated: false };
+}

@@ -1,0 +1,95 @@
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { PGlite } from '@electric-sql/pglite';
+import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
+import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
+import pg from 'pg';
+import * as tables from './tables.js';
+
+export type Tables = typeof tables;
+/** The typed database handle; a transaction has the same type, so operations accept either. */
+export type Db = PgDatabase<PgQueryResultHKT, Tables>;
+
+export interface Store {
+  readonly kind: 'pglite' | 'postgres';
+  readonly db: Db;
+  /** Round-trips to the database; rejects when it cannot be reached. */
+  ping(): Promise<void>;
+  /** Applies pending migrations; safe to call from several processes at once. */
+  migrate(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export type StoreOptions = { databaseUrl: string; onError?: (err: Error) => void } | { pgliteDir: string };
+
+export const migrationsFolder = fileURLToPath(new URL('../../drizzle', import.meta.url));
+
+// Serialises concurrent `migrate` calls from several processes sharing one PostgreSQL.
+const MIGRATION_LOCK_KEY = 7_461_001;
+
+export async function openStore(options: StoreOptions): Promise<Store> {
+  if ('databaseUrl' in options) return openPostgres(options.databaseUrl, options.onError);
+  return openPglite(options.pgliteDir);
+}
+
+async function openPglite(dir: string): Promise<Store> {
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const client = await PGlite.create(dir);
+  const db = drizzlePglite(client, { schema: tables }) as unknown as Db;
+  return {
+    kind: 'pglite',
+    db,
+    async ping() {
+      await client.query('SELECT 1');
+    },
+    async migrate() {
+      await migratePglite(drizzlePglite(client), { migrationsFolder });
+    },
+    async close() {
+      if (!client.closed) await client.close();
+    },
+  };
+}
+
+async function openPostgres(connectionString: string, onError?: (err: Error) => void): Promise<Store> {
+  const pool = new pg.Pool({ connectionString, max: 10, connectionTimeoutMillis: 5_000 });
+  // An idle client losing its connection must not crash the process; the next query reconnects.
+  pool.on('error', (err) => onError?.(err));
+  const db = drizzlePg(pool, { schema: tables }) as unknown as Db;
+  let closed = false;
+  return {
+    kind: 'postgres',
+    db,
+    async ping() {
+      await pool.query('SELECT 1');
+    },
+    async migrate() {
+      const lockClient = await pool.connect();
+      try {
+        await lockClient.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+        await migratePg(drizzlePg(pool), { migrationsFolder });
+      } finally {
+        await lockClient.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
+        lockClient.release();
+      }
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await pool.end();
+    },
+  };
+}
+
+/** True when `err` (or the driver error drizzle wrapped) is a unique-constraint violation. */
+export function isUniqueViolation(err: unknown): boolean {
+  let current: unknown = err;
+  for (let depth = 0; current && depth < 4; depth++) {
+    if ((current as { code?: unknown }).code === '23505') return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}

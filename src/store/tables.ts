@@ -1,0 +1,5 @@
+// Every table, for drizzle's typed client and for drizzle-kit when it generates migrations.
+export * from '../accounts/schema.js';
+export * from '../idempotency/schema.js';
+export * from '../registry/schema.js';
+export * from './schema.js';

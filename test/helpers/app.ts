@@ -1,0 +1,81 @@
+import pino from 'pino';
+import { type RunningApp, startApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { type Backend, createTestEnvironment, type TestEnvironment } from './env.js';
+
+export interface TestApp {
+  app: RunningApp;
+  environment: TestEnvironment;
+  /** The default account's token, as printed on first start. */
+  token: string;
+  /** Issues a token for another account (created if new). */
+  tokenFor(account: string): Promise<string>;
+  /** An HTTP request to the running service, over loopback. */
+  request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
+  close(): Promise<void>;
+}
+
+export interface RequestOptions {
+  token?: string | null;
+  body?: unknown;
+  /** Sent as is, for malformed payloads. */
+  rawBody?: string;
+  headers?: Record<string, string>;
+}
+
+export interface TestResponse {
+  status: number;
+  headers: Headers;
+  body: unknown;
+  text: string;
+}
+
+/** The real service (composition root, HTTP on a loopback port) on isolated storage. */
+export async function startTestApp(
+  backend: Backend,
+  extraEnv: Record<string, string> = {},
+): Promise<TestApp> {
+  const environment = await createTestEnvironment(backend);
+  const config = loadConfig({ ...environment.env, PORT: '0', LOG_LEVEL: 'silent', ...extraEnv });
+  let token = '';
+  const app = await startApp(config, {
+    logger: pino({ level: 'silent' }),
+    announceToken: (issued) => {
+      token = issued.token;
+    },
+  });
+  const { createAccounts } = await import('../../src/accounts/service.js');
+  const accounts = createAccounts({ db: app.store.db });
+
+  async function request(method: string, path: string, options: RequestOptions = {}): Promise<TestResponse> {
+    const headers: Record<string, string> = { ...options.headers };
+    const bearer = options.token === undefined ? token : options.token;
+    if (bearer !== null) headers.authorization = `Bearer ${bearer}`;
+    let body: string | undefined = options.rawBody;
+    if (options.body !== undefined) body = JSON.stringify(options.body);
+    if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) {
+      headers['content-type'] = 'application/json';
+    }
+    const response = await fetch(`${app.url}${path}`, { method, headers, body });
+    const text = await response.text();
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // not JSON
+    }
+    return { status: response.status, headers: response.headers, body: parsed, text };
+  }
+
+  return {
+    app,
+    environment,
+    token,
+    tokenFor: async (account) => (await accounts.issueToken(account)).token,
+    request,
+    async close() {
+      await app.close();
+      await environment.cleanup();
+    },
+  };
+}
