@@ -11,6 +11,12 @@ import { registerProblemHandling, sendProblem } from './problem.js';
 import { ProblemSchema } from './schemas.js';
 import { createValidatorCompiler } from './validation.js';
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    servedRoutes: readonly string[];
+  }
+}
+
 export interface HttpServerDeps {
   logger: FastifyBaseLogger;
   accounts: Accounts;
@@ -30,6 +36,12 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true },
   });
+  // Every route this server serves, so a test can hold the OpenAPI document to all of them.
+  const served: string[] = [];
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) if (method !== 'HEAD') served.push(`${method} ${route.url}`);
+  });
+  app.decorate('servedRoutes', served);
   app.setValidatorCompiler(createValidatorCompiler());
   app.addSchema(ProblemSchema);
   registerProblemHandling(app);

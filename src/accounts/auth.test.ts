@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { startTestApp, type TestApp } from '../../test/helpers/app.js';
+import { backends } from '../../test/helpers/env.js';
+import { snapshotDatabase } from '../../test/helpers/snapshot.js';
+import { createAccounts } from './service.js';
+
+const body = { title: 'x', metadata: [], folder_id: 'f', template: 'STORAGE' };
+
+describe.each(backends)('API tokens on %s', (backend) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp(backend);
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  test.each([
+    ['missing', null, undefined],
+    ['not Bearer', null, { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` }],
+    ['Bearer without token', null, { authorization: 'Bearer ' }],
+    ['malformed token', 'not-a-token', undefined],
+    ['unknown token', `lh_${'A'.repeat(32)}`, undefined],
+  ])('%s → 401 problem with WWW-Authenticate, nothing written', async (_name, token, headers) => {
+    const before = await snapshotDatabase(t.app.store);
+    for (const [method, route] of [
+      ['POST', '/api/v1/registry/create'],
+      ['GET', '/api/v1/registry'],
+      ['GET', '/api/v1/folder'],
+      ['GET', '/api/v1/registry/01a1ffc2-3a39-75cc-aff5-245fafbb1e9b'],
+    ] as const) {
+      const r = await t.request(method, route, {
+        token,
+        headers,
+        body: method === 'POST' ? body : undefined,
+      });
+      expect(r.status, `${method} ${route}`).toBe(401);
+      expect(r.headers.get('content-type')).toContain('application/problem+json');
+      expect(r.headers.get('www-authenticate')).toBe('Bearer');
+      expect(r.body).toMatchObject({
+        status: 401,
+        title: 'Unauthorized',
+        type: 'urn:ledgerhook:problem:unauthorized',
+      });
+    }
+    expect(await snapshotDatabase(t.app.store)).toEqual(before);
+  });
+
+  test('a revoked token is refused at once; other tokens keep working', async () => {
+    const accounts = createAccounts({ db: t.app.store.db });
+    const issued = await accounts.issueToken('revocation');
+    const other = await accounts.issueToken('revocation');
+    expect((await t.request('GET', '/api/v1/folder', { token: issued.token })).status).toBe(200);
+    const info = await accounts.revokeToken(issued.info.id);
+    expect(info.revokedAt).toBeInstanceOf(Date);
+    expect((await t.request('GET', '/api/v1/folder', { token: issued.token })).status).toBe(401);
+    expect((await t.request('GET', '/api/v1/folder', { token: other.token })).status).toBe(200);
+  });
+
+  test('tokens are stored only as hashes and listed without their secret', async () => {
+    const accounts = createAccounts({ db: t.app.store.db });
+    const issued = await accounts.issueToken('hashing');
+    const listed = await accounts.listTokens();
+    expect(JSON.stringify(listed)).not.toContain(issued.token);
+    const dump = await snapshotDatabase(t.app.store);
+    expect(JSON.stringify(dump)).not.toContain(issued.token);
+    const { sql } = await import('drizzle-orm');
+    const rows = (await t.app.store.db.execute(sql`SELECT * FROM api_tokens`)) as unknown as {
+      rows: unknown[];
+    };
+    expect(JSON.stringify(rows.rows)).not.toContain(issued.token);
+    expect(listed.find((x) => x.id === issued.info.id)).toMatchObject({
+      accountName: 'hashing',
+      prefix: issued.token.slice(0, 10),
+    });
+  });
+
+  test('bootstrap creates the default account only on an empty database', async () => {
+    const accounts = createAccounts({ db: t.app.store.db });
+    expect(await accounts.bootstrap()).toBeUndefined();
+  });
+});
