@@ -137,6 +137,38 @@ describe('the service as a new user runs it (embedded PGlite)', () => {
     }
   });
 
+  test('after kill -9 the stale lock is taken over and committed registries are still there', async () => {
+    const environment = await createTestEnvironment('pglite');
+    environments.push(environment);
+    const first = await startServiceProcess(environment.env);
+    const token = first.printedToken!;
+    const created = await call(first.url, 'POST', '/api/v1/registry/create', token, {
+      title: 'Committed before the crash',
+      metadata: [{ type: 'DATE', key: 'at', value: '2026-11-21T10:00:00Z' }],
+      folder_id: 'crash',
+      template: 'STORAGE',
+    });
+    expect(created.status).toBe(201);
+    await first.stop('SIGKILL');
+    // The dead process left its pid file and admin files behind.
+    expect(fs.existsSync(path.join(environment.dataDir, 'ledgerhook.pid'))).toBe(true);
+
+    // The CLI sees no live holder and opens the database itself.
+    const cli = await runCli(['token', 'list'], environment.env);
+    expect(cli.code).toBe(0);
+    expect(cli.stdout).toContain('default');
+
+    const again = await startServiceProcess(environment.env);
+    try {
+      const id = (created.body.data as { id: string }).id;
+      const back = await call(again.url, 'GET', `/api/v1/registry/${id}`, token);
+      expect(back.status).toBe(200);
+      expect(back.body.data).toMatchObject({ title: 'Committed before the crash', folder_id: 'crash' });
+    } finally {
+      await again.stop();
+    }
+  });
+
   test('a different master key than the database was sealed with refuses to start, in one line', async () => {
     const environment = await createTestEnvironment('pglite');
     environments.push(environment);
