@@ -43,6 +43,9 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
   });
   app.decorate('servedRoutes', served);
   app.setValidatorCompiler(createValidatorCompiler());
+  // The API takes JSON only: without Fastify's built-in text/plain parser a text body is 415,
+  // not a confusing 400 about the body's type.
+  app.removeContentTypeParser('text/plain');
   app.addSchema(ProblemSchema);
   registerProblemHandling(app);
   deps.metrics.instrument(app);
