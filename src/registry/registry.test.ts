@@ -2,6 +2,7 @@ import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startTestApp, type TestApp } from '../../test/helpers/app.js';
 import { backends } from '../../test/helpers/env.js';
+import { sampleRegistryBody as sampleBody } from '../../test/helpers/registry-body.js';
 import { snapshotDatabase } from '../../test/helpers/snapshot.js';
 import { registries } from './schema.js';
 
@@ -10,25 +11,6 @@ const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 interface Created {
   message: string;
   data: { id: string; title: string; created_at: string };
-}
-
-function sampleBody(overrides: Record<string, unknown> = {}) {
-  return {
-    title: 'Warehouse 7 inventory',
-    metadata: [
-      { type: 'TEXT', key: 'owner', value: 'Ada Lovelace', title: 'Owner' },
-      { type: 'NUMBER', key: 'pallets', value: '-12.5e2' },
-      { type: 'DATE', key: 'audited', value: '2026-02-28' },
-      { type: 'BOOLEAN', key: 'insured', value: 'true' },
-      { type: 'URL', key: 'site', value: 'https://example.com/w7' },
-      { type: 'EMAIL', key: 'contact', value: 'ada@example.com' },
-      { type: 'FILE', key: 'photo', file: 'data:image/png;base64,iVBORw0KGgo=' },
-    ],
-    folder_id: 'warehouses',
-    template: 'STORAGE',
-    description: 'Quarterly audit',
-    ...overrides,
-  };
 }
 
 describe.each(backends)('registry API on %s', (backend) => {

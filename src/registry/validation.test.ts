@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startTestApp, type TestApp } from '../../test/helpers/app.js';
 import { backends } from '../../test/helpers/env.js';
+import { sampleRegistryBody } from '../../test/helpers/registry-body.js';
 import { snapshotDatabase } from '../../test/helpers/snapshot.js';
 
 /**
@@ -33,24 +34,11 @@ const VALIDATION = 'urn:ledgerhook:problem:validation';
 const OK_ITEM = { type: 'TEXT', key: 'owner', value: 'Ada Lovelace', title: 'Owner' };
 
 function validBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    title: 'Warehouse 7 inventory',
-    metadata: [
-      OK_ITEM,
-      { type: 'NUMBER', key: 'pallets', value: '-12.5e2' },
-      { type: 'DATE', key: 'audited', value: '2026-02-28' },
-      { type: 'BOOLEAN', key: 'insured', value: 'true' },
-      { type: 'URL', key: 'site', value: 'https://example.com/w7' },
-      { type: 'EMAIL', key: 'contact', value: 'ada@example.com' },
-      { type: 'FILE', key: 'photo', file: 'data:image/png;base64,iVBORw0KGgo=' },
-    ],
-    folder_id: 'warehouses',
-    template: 'STORAGE',
+  return sampleRegistryBody({
     callback_url: 'https://hooks.example.com/registry',
     data_encrypted: false,
-    description: 'Quarterly audit',
     ...overrides,
-  };
+  });
 }
 
 function without(field: string): Record<string, unknown> {
