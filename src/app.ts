@@ -9,12 +9,16 @@ import type { Config } from './config.js';
 import { createMetrics } from './http/metrics.js';
 import { createHttpServer } from './http/server.js';
 import { createIdempotency } from './idempotency/service.js';
+import { createDispatcher, type NotificationDispatcher } from './notify/dispatcher.js';
+import { createDnsResolve, createEgress } from './notify/egress.js';
+import { createRetryPolicy } from './notify/retry-policy.js';
 import { createRegistries } from './registry/service.js';
 import { createEnvelope, type Envelope } from './secrets/envelope.js';
 import { loadMasterKey } from './secrets/master-key.js';
 import { type Db, openStore, type Store } from './store/db.js';
 import { acquireDataDirLock, type DataDirLock } from './store/lock.js';
 import { settings } from './store/schema.js';
+import { createSubscriptions } from './subscriptions/service.js';
 
 export const PGLITE_SUBDIR = 'pglite';
 
@@ -80,6 +84,8 @@ async function checkMasterKey(db: Db, envelope: Envelope): Promise<void> {
 
 export interface RunningApp {
   http: FastifyInstance;
+  /** Present when this process has the dispatcher role. */
+  dispatcher: NotificationDispatcher | undefined;
   /** Base URL the API listens on. */
   url: string;
   store: Store;
@@ -136,16 +142,52 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
   try {
     await checkMasterKey(store.db, envelope);
     const accounts = createAccounts({ db: store.db });
-    const idempotency = createIdempotency({ db: store.db });
-    const registries = createRegistries({ db: store.db, envelope, idempotency });
+    const idempotency = createIdempotency({ db: store.db, envelope });
+    const egress = createEgress({
+      allowCidrs: config.allowCidrs,
+      resolve: config.dnsServers.length > 0 ? createDnsResolve(config.dnsServers) : undefined,
+      connectTimeoutMs: config.connectTimeoutMs,
+    });
+    closers.push(() => egress.close());
+    const subscriptions = createSubscriptions({
+      db: store.db,
+      envelope,
+      networks: config.networks,
+      urls: { checkUrl: async (url) => void (await egress.checkUrl(url)) },
+    });
+    const registries = createRegistries({ db: store.db, envelope, idempotency, callbacks: subscriptions });
 
     const first = await accounts.bootstrap();
     if (first) (options.announceToken ?? announceTokenOnConsole)(first);
 
+    let dispatcher: NotificationDispatcher | undefined;
+    if (config.roles.has('dispatcher')) {
+      dispatcher = createDispatcher({
+        store,
+        envelope,
+        httpDispatcher: egress.dispatcher,
+        policy: createRetryPolicy(config.retryScheduleMs),
+        logger,
+        concurrency: config.dispatchConcurrency,
+        pollIntervalMs: config.pollIntervalMs,
+        requestTimeoutMs: config.deliveryTimeoutMs,
+        // The lease outlives any request, so a live dispatcher never loses a claim to another.
+        leaseMs: Math.max(60_000, 4 * config.deliveryTimeoutMs),
+        disableAfterMs: config.disableAfterMs,
+        userAgent: `Ledgerhook/${packageVersion()}`,
+      });
+      await dispatcher.start();
+      const started = dispatcher;
+      closers.push(() => started.stop());
+    }
+
+    // Every role serves health, readiness and metrics; the API role adds /api/v1.
     const http = await createHttpServer({
       logger,
       accounts,
       registries,
+      subscriptions,
+      serveApi: config.roles.has('api'),
       metrics: createMetrics(),
       checkReady: () => store.ping(),
       bodyLimit: config.bodyLimit,
@@ -158,8 +200,8 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       const admin = await startAdminServer({ accounts, dataDir: config.dataDir, logger });
       closers.push(() => admin.close());
     }
-    logger.info({ url, database: store.kind }, 'ledgerhook is serving');
-    return { http, url, store, close };
+    logger.info({ url, database: store.kind, roles: [...config.roles] }, 'ledgerhook is serving');
+    return { http, url, store, dispatcher, close };
   } catch (err) {
     await close();
     throw err;

@@ -1,7 +1,16 @@
 import path from 'node:path';
+import { loadNetworks, type NetworkCatalog } from './chains/networks.js';
+import { ConfigError } from './errors.js';
+import { type Cidr, parseAllowCidrs } from './notify/egress.js';
+import { DEFAULT_RETRY_SCHEDULE_MS, parseDuration, parseSchedule } from './notify/retry-policy.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export { ConfigError };
+
+export type Role = 'api' | 'dispatcher' | 'watcher';
+export const ROLES: readonly Role[] = ['api', 'dispatcher', 'watcher'];
 
 export interface Config {
   port: number;
@@ -13,17 +22,19 @@ export interface Config {
   /** 32-byte key wrapping per-record data keys; when absent it is generated into `dataDir`. */
   masterKey: Buffer | undefined;
   bodyLimit: number;
-}
-
-/** A configuration problem, reported as one line naming the variable. */
-export class ConfigError extends Error {
-  constructor(
-    readonly variable: string,
-    problem: string,
-  ) {
-    super(`${variable} ${problem}`);
-    this.name = 'ConfigError';
-  }
+  /** What this process does; all of them by default. */
+  roles: ReadonlySet<Role>;
+  networks: NetworkCatalog;
+  /** Callback addresses allowed although private or loopback (development and tests only). */
+  allowCidrs: Cidr[];
+  /** DNS servers for callback host names (host:port); the system resolver when empty. */
+  dnsServers: string[];
+  retryScheduleMs: number[];
+  deliveryTimeoutMs: number;
+  connectTimeoutMs: number;
+  disableAfterMs: number;
+  dispatchConcurrency: number;
+  pollIntervalMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -64,6 +75,24 @@ export function parseMasterKey(raw: string, variable = 'LEDGERHOOK_MASTER_KEY'):
   throw new ConfigError(variable, 'must be 32 bytes, as 64 hex characters or base64');
 }
 
+function readDuration(env: Env, name: string, fallback: number, min: number): number {
+  const raw = env[name]?.trim();
+  if (!raw) return fallback;
+  const ms = parseDuration(raw, name);
+  if (ms < min) throw new ConfigError(name, `must be at least ${min} ms`);
+  return ms;
+}
+
+export function parseRoles(text: string | undefined, variable = 'LEDGERHOOK_ROLES'): ReadonlySet<Role> {
+  if (!text || text.trim() === '' || text.trim() === 'all') return new Set(ROLES);
+  const roles = text.split(',').map((r) => r.trim());
+  for (const role of roles) {
+    if (!ROLES.includes(role as Role))
+      throw new ConfigError(variable, `has an unknown role "${role}" (use ${ROLES.join(', ')} or all)`);
+  }
+  return new Set(roles as Role[]);
+}
+
 export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config {
   const port = readInt(env, 'PORT', 8080, 0, 65535);
   const host = (env.HOST ?? '127.0.0.1').trim();
@@ -82,5 +111,20 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     logLevel,
     masterKey: masterKeyRaw && masterKeyRaw.trim() !== '' ? parseMasterKey(masterKeyRaw) : undefined,
     bodyLimit: readInt(env, 'LEDGERHOOK_BODY_LIMIT', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    roles: parseRoles(env.LEDGERHOOK_ROLES),
+    networks: loadNetworks(env),
+    allowCidrs: parseAllowCidrs(env.LEDGERHOOK_ALLOW_CIDRS),
+    dnsServers: (env.LEDGERHOOK_DNS_SERVERS ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+    retryScheduleMs: env.LEDGERHOOK_RETRY_SCHEDULE?.trim()
+      ? parseSchedule(env.LEDGERHOOK_RETRY_SCHEDULE)
+      : DEFAULT_RETRY_SCHEDULE_MS,
+    deliveryTimeoutMs: readDuration(env, 'LEDGERHOOK_DELIVERY_TIMEOUT', 15_000, 100),
+    connectTimeoutMs: readDuration(env, 'LEDGERHOOK_CONNECT_TIMEOUT', 5_000, 100),
+    disableAfterMs: readDuration(env, 'LEDGERHOOK_DISABLE_AFTER', 5 * 86_400_000, 1),
+    dispatchConcurrency: readInt(env, 'LEDGERHOOK_DISPATCH_CONCURRENCY', 256, 1, 10_000),
+    pollIntervalMs: readDuration(env, 'LEDGERHOOK_POLL_INTERVAL', 1_000, 10),
   };
 }

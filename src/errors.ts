@@ -72,3 +72,14 @@ export class ServerMisconfiguredError extends AppError {
     this.name = 'ServerMisconfiguredError';
   }
 }
+
+/** A configuration problem, reported as one line naming the variable. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    problem: string,
+  ) {
+    super(`${variable} ${problem}`);
+    this.name = 'ConfigError';
+  }
+}

@@ -9,14 +9,14 @@ import {
   StartupError,
   startApp,
 } from './app.js';
-import { type Config, ConfigError, loadConfig } from './config.js';
+import { type Config, ConfigError, loadConfig, parseRoles } from './config.js';
 import { AppError } from './errors.js';
 import { DataDirInUseError, dataDirHolder } from './store/lock.js';
 
 const HELP = `Usage: ledgerhook <command> [options]
 
 Commands:
-  serve                          run the service (default)
+  serve [--role ROLE]            run the service (default); roles: api, dispatcher, watcher (default all)
   migrate                        apply database migrations and exit
   token create [--account NAME]  issue an API token (creating the account if new); the token is the last line
   token list                     list API tokens (never their secrets)
@@ -103,6 +103,7 @@ async function main(argv: string[]): Promise<number> {
     allowPositionals: true,
     options: {
       account: { type: 'string' },
+      role: { type: 'string', multiple: true },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean' },
     },
@@ -117,6 +118,8 @@ async function main(argv: string[]): Promise<number> {
   }
   const [command = 'serve', sub, arg] = positionals;
   const config = loadConfig();
+  // --role beats LEDGERHOOK_ROLES; repeat it or give a comma list (--role api --role dispatcher).
+  if (values.role) config.roles = parseRoles(values.role.join(','), '--role');
   switch (command) {
     case 'serve':
       await serve(config);

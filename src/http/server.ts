@@ -5,6 +5,8 @@ import { Type } from 'typebox';
 import type { Accounts } from '../accounts/service.js';
 import { registerRegistryRoutes } from '../registry/routes.js';
 import type { Registries } from '../registry/service.js';
+import { registerSubscriptionRoutes } from '../subscriptions/routes.js';
+import type { Subscriptions } from '../subscriptions/service.js';
 import { requireBearerToken } from './auth.js';
 import type { Metrics } from './metrics.js';
 import { registerProblemHandling, sendProblem } from './problem.js';
@@ -21,6 +23,9 @@ export interface HttpServerDeps {
   logger: FastifyBaseLogger;
   accounts: Accounts;
   registries: Registries;
+  subscriptions: Subscriptions;
+  /** Whether /api/v1 is served (the api role); health, readiness and metrics always are. */
+  serveApi: boolean;
   metrics: Metrics;
   /** Resolves when the database answers; rejects otherwise. */
   checkReady: () => Promise<void>;
@@ -114,12 +119,15 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
       reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics()),
   );
 
-  await app.register(
-    async (api) => {
-      requireBearerToken(api, deps.accounts);
-      registerRegistryRoutes(api, deps.registries);
-    },
-    { prefix: '/api/v1' },
-  );
+  if (deps.serveApi) {
+    await app.register(
+      async (api) => {
+        requireBearerToken(api, deps.accounts);
+        registerRegistryRoutes(api, deps.registries);
+        registerSubscriptionRoutes(api, deps.subscriptions);
+      },
+      { prefix: '/api/v1' },
+    );
+  }
   return app;
 }

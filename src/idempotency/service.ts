@@ -1,5 +1,6 @@
 import { and, eq, lt } from 'drizzle-orm';
 import { ConflictError } from '../errors.js';
+import type { Envelope, Sealed } from '../secrets/envelope.js';
 import { type Db, isUniqueViolation } from '../store/db.js';
 import { idempotencyKeys } from './schema.js';
 
@@ -33,8 +34,10 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value);
 }
 
-export function createIdempotency(deps: { db: Db; now?: () => Date }) {
-  const { db } = deps;
+export function createIdempotency(deps: { db: Db; envelope: Envelope; now?: () => Date }) {
+  const { db, envelope } = deps;
+  // Remembered responses may hold secrets shown once (a webhook secret), so they are sealed.
+  const context = (request: IdempotentRequest) => `idempotency:${request.accountId}:${request.key}`;
   const now = deps.now ?? (() => new Date());
 
   async function remembered<T>(tx: Db, request: IdempotentRequest): Promise<StoredResponse<T> | undefined> {
@@ -48,7 +51,8 @@ export function createIdempotency(deps: { db: Db; now?: () => Date }) {
         'This Idempotency-Key was already used with a different request; use a new key for a new request',
       );
     }
-    return { statusCode: row.statusCode, body: row.response as T, replayed: true };
+    const body = JSON.parse(envelope.open(row.response as Sealed, context(request))) as T;
+    return { statusCode: row.statusCode, body, replayed: true };
   }
 
   return {
@@ -80,7 +84,7 @@ export function createIdempotency(deps: { db: Db; now?: () => Date }) {
             scope: request.scope,
             requestHash: request.requestHash,
             statusCode: result.statusCode,
-            response: result.body as object,
+            response: envelope.seal(JSON.stringify(result.body), context(request)),
             createdAt: now(),
           });
           return { ...result, replayed: false };

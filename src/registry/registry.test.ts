@@ -1,7 +1,9 @@
 import { eq } from 'drizzle-orm';
+import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startTestApp, type TestApp } from '../../test/helpers/app.js';
 import { backends } from '../../test/helpers/env.js';
+import { startReceiver } from '../../test/helpers/receiver.js';
 import { sampleRegistryBody as sampleBody } from '../../test/helpers/registry-body.js';
 import { snapshotDatabase } from '../../test/helpers/snapshot.js';
 import { registries } from './schema.js';
@@ -23,7 +25,7 @@ describe.each(backends)('registry API on %s', (backend) => {
   });
 
   test('create returns 201 with the documented shape, and get returns the whole registry', async () => {
-    const body = sampleBody({ callback_url: 'https://hooks.example.com/registry' });
+    const body = sampleBody();
     const before = Date.now();
     const created = await t.request('POST', '/api/v1/registry/create', { body });
     expect(created.status).toBe(201);
@@ -45,11 +47,70 @@ describe.each(backends)('registry API on %s', (backend) => {
         folder_id: 'warehouses',
         template: 'STORAGE',
         metadata: body.metadata,
-        callback_url: 'https://hooks.example.com/registry',
+        callback_url: null,
         data_encrypted: false,
         created_at: c.data.created_at,
       },
     });
+  });
+
+  test('a callback_url gets a signed registry.created event through the outbox', async () => {
+    const receiver = await startReceiver();
+    try {
+      const body = sampleBody({
+        callback_url: receiver.url,
+        data_encrypted: true,
+        folder_id: 'with-callback',
+      });
+      const headers = { 'idempotency-key': 'callback-1' };
+      const created = await t.request('POST', '/api/v1/registry/create', { body, headers });
+      expect(created.status).toBe(201);
+      const data = (created.body as { data: Record<string, string> }).data;
+      expect(Object.keys(data).sort()).toEqual([
+        'callback_token',
+        'created_at',
+        'id',
+        'secret',
+        'subscription_id',
+        'title',
+      ]);
+      expect(data.secret).toMatch(/^whsec_/);
+
+      const [delivery] = await receiver.waitForRequests(1);
+      expect(delivery!.method).toBe('POST');
+      expect(delivery!.headers['content-type']).toBe('application/json');
+      expect(delivery!.headers.authorization).toBe(`Bearer ${data.callback_token}`);
+      const event = new Webhook(data.secret!).verify(delivery!.body, {
+        'webhook-id': delivery!.headers['webhook-id'] as string,
+        'webhook-timestamp': delivery!.headers['webhook-timestamp'] as string,
+        'webhook-signature': delivery!.headers['webhook-signature'] as string,
+      }) as Record<string, unknown>;
+      expect(event).toEqual({
+        type: 'registry.created',
+        id: delivery!.headers['webhook-id'],
+        subscriptionId: data.subscription_id,
+        registry: {
+          id: data.id,
+          title: body.title,
+          folder_id: 'with-callback',
+          template: 'STORAGE',
+          data_encrypted: true,
+          created_at: data.created_at,
+        },
+      });
+      // The event carries no metadata: encrypted data never travels through the outbox in clear.
+      expect(delivery!.body).not.toContain('Ada Lovelace');
+
+      // A retry with the same Idempotency-Key returns the same (once-shown) secret, and sends nothing new.
+      const replay = await t.request('POST', '/api/v1/registry/create', { body, headers });
+      expect(replay.body).toEqual(created.body);
+      const log = await t.request('GET', `/api/v1/subscription/${data.subscription_id}/notifications`);
+      expect(log.body).toMatchObject({
+        data: [{ id: event.id, eventType: 'registry.created', state: 'delivered', attemptCount: 1 }],
+      });
+    } finally {
+      await receiver.close();
+    }
   });
 
   test('an empty metadata list is accepted and optional fields come back null', async () => {

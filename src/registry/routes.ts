@@ -57,6 +57,18 @@ const Created = Type.Object({
     id: Type.String({ format: 'uuid' }),
     title: Type.String(),
     created_at: Type.String({ format: 'date-time' }),
+    subscription_id: Type.Optional(
+      Type.String({
+        format: 'uuid',
+        description: 'With callback_url: the endpoint receiving registry events',
+      }),
+    ),
+    secret: Type.Optional(
+      Type.String({ description: 'With callback_url: Standard Webhooks signing secret, shown once' }),
+    ),
+    callback_token: Type.Optional(
+      Type.String({ description: 'With callback_url: Bearer token sent with each event, shown once' }),
+    ),
   }),
 });
 

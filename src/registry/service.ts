@@ -2,6 +2,7 @@ import { and, asc, count, desc, eq, gt, lt, type SQL } from 'drizzle-orm';
 import { v7 as uuidv7 } from 'uuid';
 import { NotFoundError, ServerMisconfiguredError, ValidationError } from '../errors.js';
 import { canonicalJson, type Idempotency } from '../idempotency/service.js';
+import { enqueueNotifications, newNotificationId } from '../notify/outbox.js';
 import { type Envelope, EnvelopeKeyMismatchError } from '../secrets/envelope.js';
 import type { Db } from '../store/db.js';
 import { isHttpUrl, validateMetadata } from './metadata.js';
@@ -21,7 +22,26 @@ export interface CreateRegistryInput {
 
 export interface CreatedRegistry {
   message: string;
-  data: { id: string; title: string; created_at: string };
+  data: {
+    id: string;
+    title: string;
+    created_at: string;
+    /** With a callback_url: the endpoint's subscription, secret and token (shown once). */
+    subscription_id?: string;
+    secret?: string;
+    callback_token?: string;
+  };
+}
+
+/** Where registry events go: an endpoint per registry, fed through the notification outbox. */
+export interface RegistryCallbacks {
+  checkUrl(url: string, pointer: string): Promise<void>;
+  createRegistryEndpoint(
+    tx: Db,
+    accountId: string,
+    registryId: string,
+    url: string,
+  ): Promise<{ id: string; secret: string; callbackToken: string }>;
 }
 
 export interface RegistryView {
@@ -70,9 +90,10 @@ export function createRegistries(deps: {
   db: Db;
   envelope: Envelope;
   idempotency: Idempotency;
+  callbacks: RegistryCallbacks;
   now?: () => Date;
 }) {
-  const { db, envelope, idempotency } = deps;
+  const { db, envelope, idempotency, callbacks } = deps;
   const now = deps.now ?? (() => new Date());
   const sealContext = (accountId: string, id: string) => `registry:${accountId}:${id}`;
 
@@ -152,10 +173,44 @@ export function createRegistries(deps: {
       keyId: sealed?.keyId ?? null,
       createdAt,
     });
-    return {
-      message: 'Registry created successfully',
-      data: { id, title: input.title, created_at: createdAt.toISOString() },
-    };
+    const data: CreatedRegistry['data'] = { id, title: input.title, created_at: createdAt.toISOString() };
+    if (input.callback_url !== undefined) {
+      const endpoint = await callbacks.createRegistryEndpoint(tx, accountId, id, input.callback_url);
+      const notificationId = newNotificationId();
+      // A thin event: no metadata, which may be encrypted at rest; the receiver fetches the registry.
+      const event = {
+        type: 'registry.created',
+        id: notificationId,
+        subscriptionId: endpoint.id,
+        registry: {
+          id,
+          title: input.title,
+          folder_id: input.folder_id,
+          template: input.template,
+          data_encrypted: encrypted,
+          created_at: data.created_at,
+        },
+      };
+      await enqueueNotifications(
+        tx,
+        [
+          {
+            id: notificationId,
+            accountId,
+            subscriptionId: endpoint.id,
+            eventType: 'registry.created',
+            body: JSON.stringify(event),
+          },
+        ],
+        createdAt,
+      );
+      Object.assign(data, {
+        subscription_id: endpoint.id,
+        secret: endpoint.secret,
+        callback_token: endpoint.callbackToken,
+      });
+    }
+    return { message: 'Registry created successfully', data };
   }
 
   return {
@@ -165,6 +220,7 @@ export function createRegistries(deps: {
       idempotencyKey?: string,
     ): Promise<{ body: CreatedRegistry; replayed: boolean }> {
       validate(input);
+      if (input.callback_url !== undefined) await callbacks.checkUrl(input.callback_url, '#/callback_url');
       if (idempotencyKey === undefined)
         return { body: await db.transaction((tx) => insert(tx, accountId, input)), replayed: false };
       const result = await idempotency.run<CreatedRegistry>(

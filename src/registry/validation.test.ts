@@ -35,7 +35,6 @@ const OK_ITEM = { type: 'TEXT', key: 'owner', value: 'Ada Lovelace', title: 'Own
 
 function validBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   return sampleRegistryBody({
-    callback_url: 'https://hooks.example.com/registry',
     data_encrypted: false,
     ...overrides,
   });

@@ -20,6 +20,12 @@ export interface Store {
   ping(): Promise<void>;
   /** Applies pending migrations; safe to call from several processes at once. */
   migrate(): Promise<void>;
+  /**
+   * Calls `onNotify` for every NOTIFY on `channel` (from any process on the same database).
+   * Delivery is best effort: listeners also poll, so a notification lost during a reconnect only
+   * delays work. Resolves to a function that stops listening.
+   */
+  listen(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -48,6 +54,12 @@ async function openPglite(dir: string): Promise<Store> {
     async migrate() {
       await migratePglite(drizzlePglite(client), { migrationsFolder });
     },
+    async listen(channel, onNotify) {
+      const unlisten = await client.listen(channel, () => onNotify());
+      return async () => {
+        if (!client.closed) await unlisten();
+      };
+    },
     async close() {
       if (!client.closed) await client.close();
     },
@@ -75,6 +87,33 @@ async function openPostgres(connectionString: string, onError?: (err: Error) => 
         await lockClient.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
         lockClient.release();
       }
+    },
+    async listen(channel, onNotify) {
+      // LISTEN needs a connection of its own, kept open and re-opened when it drops.
+      let client: pg.Client | undefined;
+      let stopped = false;
+      const connect = async (): Promise<void> => {
+        if (stopped || closed) return;
+        const c = new pg.Client({ connectionString, connectionTimeoutMillis: 5_000 });
+        c.on('notification', (message) => {
+          if (message.channel === channel) onNotify();
+        });
+        c.on('error', (err) => {
+          onError?.(err);
+          c.end().catch(() => {});
+          if (client === c) client = undefined;
+          setTimeout(() => void connect().catch(() => {}), 1_000).unref();
+        });
+        await c.connect();
+        await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+        client = c;
+        onNotify(); // anything sent while we were not listening is picked up now
+      };
+      await connect();
+      return async () => {
+        stopped = true;
+        await client?.end().catch(() => {});
+      };
     },
     async close() {
       if (closed) return;

@@ -30,13 +30,26 @@ export interface TestResponse {
   text: string;
 }
 
+/**
+ * How tests run the service: receivers live on loopback (allowlisted, as a developer would), and
+ * retries come in milliseconds instead of minutes. SSRF tests override LEDGERHOOK_ALLOW_CIDRS.
+ */
+export const TEST_SERVICE_ENV: Record<string, string> = {
+  PORT: '0',
+  LOG_LEVEL: 'silent',
+  LEDGERHOOK_ALLOW_CIDRS: '127.0.0.0/8,::1/128',
+  LEDGERHOOK_RETRY_SCHEDULE: '100ms,200ms,300ms,400ms,500ms,600ms,700ms,800ms,900ms',
+  LEDGERHOOK_POLL_INTERVAL: '50ms',
+  LEDGERHOOK_DELIVERY_TIMEOUT: '3s',
+};
+
 /** The real service (composition root, HTTP on a loopback port) on isolated storage. */
 export async function startTestApp(
   backend: Backend,
   extraEnv: Record<string, string> = {},
 ): Promise<TestApp> {
   const environment = await createTestEnvironment(backend);
-  const config = loadConfig({ ...environment.env, PORT: '0', LOG_LEVEL: 'silent', ...extraEnv });
+  const config = loadConfig({ ...environment.env, ...TEST_SERVICE_ENV, ...extraEnv });
   let token = '';
   const app = await startApp(config, {
     logger: pino({ level: 'silent' }),

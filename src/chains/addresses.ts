@@ -1,0 +1,71 @@
+import { isAddress as isSolanaAddress } from '@solana/kit';
+import algosdk from 'algosdk';
+import { address as btcAddress } from 'bitcoinjs-lib';
+import { getAddress, isAddress as isEvmAddress } from 'viem';
+import type { Family } from './networks.js';
+
+export type AddressCheck = { ok: true; address: string } | { ok: false; reason: string };
+
+function evm(input: string): AddressCheck {
+  if (!isEvmAddress(input, { strict: false }))
+    return { ok: false, reason: 'is not an EVM address (0x followed by 40 hex characters)' };
+  // Mixed case carries an EIP-55 checksum, which must then be right; one case carries none.
+  const body = input.slice(2);
+  const mixed = body !== body.toLowerCase() && body !== body.toUpperCase();
+  if (mixed && !isEvmAddress(input, { strict: true }))
+    return { ok: false, reason: 'has a wrong EIP-55 checksum' };
+  return { ok: true, address: getAddress(input) };
+}
+
+function bitcoin(input: string): AddressCheck {
+  if (/^(bc1|BC1)/.test(input)) {
+    // Bech32 is case-insensitive but must not mix cases; it is normalised to lower case.
+    if (input !== input.toLowerCase() && input !== input.toUpperCase())
+      return { ok: false, reason: 'mixes upper and lower case' };
+    try {
+      const lower = input.toLowerCase();
+      const decoded = btcAddress.fromBech32(lower);
+      const validProgram =
+        decoded.prefix === 'bc' &&
+        ((decoded.version === 0 && (decoded.data.length === 20 || decoded.data.length === 32)) ||
+          (decoded.version >= 1 &&
+            decoded.version <= 16 &&
+            decoded.data.length >= 2 &&
+            decoded.data.length <= 40));
+      return validProgram
+        ? { ok: true, address: lower }
+        : { ok: false, reason: 'is not a valid mainnet segwit address' };
+    } catch {
+      return { ok: false, reason: 'is not valid bech32/bech32m (checksum or characters)' };
+    }
+  }
+  try {
+    const decoded = btcAddress.fromBase58Check(input);
+    if ((decoded.version === 0x00 || decoded.version === 0x05) && decoded.hash.length === 20)
+      return { ok: true, address: input };
+    return { ok: false, reason: 'is not a mainnet P2PKH (1…) or P2SH (3…) address' };
+  } catch {
+    return { ok: false, reason: 'is not a valid Bitcoin address (bech32 bc1… or base58check)' };
+  }
+}
+
+function algorand(input: string): AddressCheck {
+  return algosdk.isValidAddress(input)
+    ? { ok: true, address: input }
+    : { ok: false, reason: 'is not an Algorand address (58 base32 characters with checksum)' };
+}
+
+function solana(input: string): AddressCheck {
+  return isSolanaAddress(input)
+    ? { ok: true, address: input }
+    : { ok: false, reason: 'is not a Solana address (base58, 32 bytes)' };
+}
+
+const CHECKS: Record<Family, (input: string) => AddressCheck> = { evm, bitcoin, algorand, solana };
+
+/** Validates an address for a chain family and returns its normal form (EIP-55, lower-case bech32). */
+export function normalizeAddress(family: Family, input: string): AddressCheck {
+  const trimmed = input.trim();
+  if (trimmed === '' || trimmed.length > 128) return { ok: false, reason: 'is empty or too long' };
+  return CHECKS[family](trimmed);
+}

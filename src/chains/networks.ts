@@ -1,0 +1,236 @@
+import fs from 'node:fs';
+import { ConfigError } from '../errors.js';
+
+export type Family = 'evm' | 'bitcoin' | 'algorand' | 'solana';
+export const FAMILIES: readonly Family[] = ['evm', 'bitcoin', 'algorand', 'solana'];
+
+export interface Network {
+  /** Canonical ticker-like name used in the API: ETH, BSC, POL, GLRM, ALGO, BTC, SOL, … */
+  name: string;
+  /** Other names accepted for it (GLMR for GLRM). */
+  aliases: string[];
+  family: Family;
+  /** EVM chain id. */
+  chainId?: number;
+  /** Native asset symbol, as notifications report it. */
+  symbol: string;
+  decimals: number;
+  /** JSON-RPC / REST endpoints, tried in order. */
+  rpcUrls: string[];
+  wsUrls: string[];
+  /** Algorand indexer endpoints. */
+  indexerUrls: string[];
+  /** How addresses are written, for error messages. */
+  addressFormat: string;
+  /** Confirmations a subscription waits for unless it asks otherwise. */
+  defaultConfirmations: number;
+}
+
+type NetworkDefaults = Omit<Network, 'addressFormat' | 'defaultConfirmations'>;
+
+const ADDRESS_FORMATS: Record<Family, string> = {
+  evm: '0x followed by 40 hex characters (EIP-55 checksum if mixed case)',
+  bitcoin: 'a mainnet bech32/bech32m (bc1…) or base58check (1…, 3…) address',
+  algorand: '58 base32 characters with checksum',
+  solana: 'a base58 public key (32 bytes)',
+};
+
+const DEFAULT_CONFIRMATIONS: Record<Family, number> = { evm: 1, bitcoin: 2, algorand: 1, solana: 1 };
+
+// Public endpoints so that a fresh install with internet access works at once; override them with
+// your own nodes (LEDGERHOOK_RPC_<NETWORK>, LEDGERHOOK_WS_<NETWORK> or the config file).
+const BUILT_IN: NetworkDefaults[] = [
+  {
+    name: 'ETH',
+    aliases: [],
+    family: 'evm',
+    chainId: 1,
+    symbol: 'ETH',
+    decimals: 18,
+    rpcUrls: ['https://ethereum-rpc.publicnode.com'],
+    wsUrls: ['wss://ethereum-rpc.publicnode.com'],
+    indexerUrls: [],
+  },
+  {
+    name: 'BSC',
+    aliases: [],
+    family: 'evm',
+    chainId: 56,
+    symbol: 'BNB',
+    decimals: 18,
+    rpcUrls: ['https://bsc-rpc.publicnode.com'],
+    wsUrls: ['wss://bsc-rpc.publicnode.com'],
+    indexerUrls: [],
+  },
+  {
+    name: 'POL',
+    aliases: ['MATIC'],
+    family: 'evm',
+    chainId: 137,
+    symbol: 'POL',
+    decimals: 18,
+    rpcUrls: ['https://polygon-bor-rpc.publicnode.com'],
+    wsUrls: ['wss://polygon-bor-rpc.publicnode.com'],
+    indexerUrls: [],
+  },
+  {
+    name: 'GLRM',
+    aliases: ['GLMR'],
+    family: 'evm',
+    chainId: 1284,
+    symbol: 'GLMR',
+    decimals: 18,
+    rpcUrls: ['https://rpc.api.moonbeam.network'],
+    wsUrls: ['wss://wss.api.moonbeam.network'],
+    indexerUrls: [],
+  },
+  {
+    name: 'ALGO',
+    aliases: [],
+    family: 'algorand',
+    symbol: 'ALGO',
+    decimals: 6,
+    rpcUrls: ['https://mainnet-api.algonode.cloud'],
+    wsUrls: [],
+    indexerUrls: ['https://mainnet-idx.algonode.cloud'],
+  },
+  {
+    name: 'BTC',
+    aliases: [],
+    family: 'bitcoin',
+    symbol: 'BTC',
+    decimals: 8,
+    rpcUrls: ['https://blockstream.info/api'],
+    wsUrls: [],
+    indexerUrls: [],
+  },
+  {
+    name: 'SOL',
+    aliases: [],
+    family: 'solana',
+    symbol: 'SOL',
+    decimals: 9,
+    rpcUrls: ['https://api.mainnet-beta.solana.com'],
+    wsUrls: ['wss://api.mainnet-beta.solana.com'],
+    indexerUrls: [],
+  },
+];
+
+export interface NetworkCatalog {
+  /** The network for a name or alias, case-insensitive; undefined when not configured. */
+  find(name: string): Network | undefined;
+  list(): Network[];
+  names(): string[];
+}
+
+const NAME = /^[A-Z][A-Z0-9_]{1,31}$/;
+
+interface FileNetwork {
+  family?: string;
+  chainId?: number;
+  symbol?: string;
+  decimals?: number;
+  rpc?: string[] | string;
+  ws?: string[] | string;
+  indexer?: string[] | string;
+  aliases?: string[];
+  confirmations?: number;
+}
+
+function urls(value: unknown, where: string): string[] {
+  const list = typeof value === 'string' ? value.split(',') : value;
+  if (!Array.isArray(list)) throw new ConfigError(where, 'must be a URL or a list of URLs');
+  return list.map((u) => {
+    const text = String(u).trim();
+    try {
+      const url = new URL(text);
+      if (!['http:', 'https:', 'ws:', 'wss:'].includes(url.protocol)) throw new Error('scheme');
+    } catch {
+      throw new ConfigError(where, `has an invalid URL "${text}"`);
+    }
+    return text;
+  });
+}
+
+function withDerived(n: NetworkDefaults, confirmations?: number): Network {
+  return {
+    ...n,
+    addressFormat: ADDRESS_FORMATS[n.family],
+    defaultConfirmations: confirmations ?? DEFAULT_CONFIRMATIONS[n.family],
+  };
+}
+
+/**
+ * The catalog: built-in networks, then the config file's `networks` (overriding fields of a
+ * built-in one or adding a network), then LEDGERHOOK_RPC_/WS_/INDEXER_<NAME> variables.
+ */
+export function loadNetworks(
+  env: Record<string, string | undefined> = process.env,
+  extra: NetworkDefaults[] = [],
+): NetworkCatalog {
+  const byName = new Map<string, NetworkDefaults & { confirmations?: number }>();
+  for (const n of [...BUILT_IN, ...extra]) byName.set(n.name, structuredClone(n));
+
+  const file = env.LEDGERHOOK_CONFIG?.trim();
+  if (file) {
+    let parsed: { networks?: Record<string, FileNetwork> };
+    try {
+      parsed = JSON.parse(fs.readFileSync(file, 'utf8')) as typeof parsed;
+    } catch (err) {
+      throw new ConfigError('LEDGERHOOK_CONFIG', `cannot be read as JSON (${(err as Error).message})`);
+    }
+    for (const [rawName, spec] of Object.entries(parsed.networks ?? {})) {
+      const name = rawName.toUpperCase();
+      const where = `LEDGERHOOK_CONFIG networks.${rawName}`;
+      if (!NAME.test(name)) throw new ConfigError(where, 'must be named with 2-32 letters, digits or _');
+      const base = byName.get(name);
+      const family = (spec.family ?? base?.family) as Family | undefined;
+      if (!family || !FAMILIES.includes(family))
+        throw new ConfigError(where, `needs a family: one of ${FAMILIES.join(', ')}`);
+      if (family === 'evm' && spec.chainId === undefined && base?.chainId === undefined) {
+        throw new ConfigError(where, 'needs a chainId (EVM network)');
+      }
+      if (spec.chainId !== undefined && (!Number.isInteger(spec.chainId) || spec.chainId <= 0)) {
+        throw new ConfigError(where, 'chainId must be a positive integer');
+      }
+      const symbol = spec.symbol ?? base?.symbol;
+      if (!symbol) throw new ConfigError(where, 'needs a symbol (the native asset, e.g. ETH)');
+      const rpcUrls = spec.rpc !== undefined ? urls(spec.rpc, `${where}.rpc`) : (base?.rpcUrls ?? []);
+      if (rpcUrls.length === 0) throw new ConfigError(where, 'needs at least one rpc URL');
+      byName.set(name, {
+        name,
+        aliases: (spec.aliases ?? base?.aliases ?? []).map((a) => a.toUpperCase()),
+        family,
+        chainId: spec.chainId ?? base?.chainId,
+        symbol,
+        decimals: spec.decimals ?? base?.decimals ?? 18,
+        rpcUrls,
+        wsUrls: spec.ws !== undefined ? urls(spec.ws, `${where}.ws`) : (base?.wsUrls ?? []),
+        indexerUrls:
+          spec.indexer !== undefined ? urls(spec.indexer, `${where}.indexer`) : (base?.indexerUrls ?? []),
+        confirmations: spec.confirmations,
+      });
+    }
+  }
+
+  for (const n of byName.values()) {
+    const rpc = env[`LEDGERHOOK_RPC_${n.name}`];
+    if (rpc?.trim()) n.rpcUrls = urls(rpc, `LEDGERHOOK_RPC_${n.name}`);
+    const ws = env[`LEDGERHOOK_WS_${n.name}`];
+    if (ws?.trim()) n.wsUrls = urls(ws, `LEDGERHOOK_WS_${n.name}`);
+    const indexer = env[`LEDGERHOOK_INDEXER_${n.name}`];
+    if (indexer?.trim()) n.indexerUrls = urls(indexer, `LEDGERHOOK_INDEXER_${n.name}`);
+  }
+
+  const networks = [...byName.values()].map((n) => withDerived(n, n.confirmations));
+  const index = new Map<string, Network>();
+  for (const n of networks) {
+    index.set(n.name, n);
+    for (const alias of n.aliases) if (!byName.has(alias)) index.set(alias, n);
+  }
+  return {
+    find: (name) => index.get(name.trim().toUpperCase()),
+    list: () => [...networks],
+    names: () => networks.map((n) => n.name),
+  };
+}

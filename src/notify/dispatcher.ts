@@ -1,0 +1,494 @@
+import crypto from 'node:crypto';
+import os from 'node:os';
+import { sql } from 'drizzle-orm';
+import type { Logger } from 'pino';
+import { type Dispatcher, request } from 'undici';
+import type { Envelope, Sealed } from '../secrets/envelope.js';
+import type { Db, Store } from '../store/db.js';
+import { OUTBOX_CHANNEL } from './outbox.js';
+import { parseRetryAfter, type RetryPolicy } from './retry-policy.js';
+import { signWebhook } from './signing.js';
+
+export interface DispatcherOptions {
+  store: Store;
+  envelope: Envelope;
+  /** Outbound HTTP through the SSRF-safe connector. */
+  httpDispatcher: Dispatcher;
+  policy: RetryPolicy;
+  logger: Logger;
+  workerId?: string;
+  /** Deliveries in flight at once. */
+  concurrency?: number;
+  /** Rows claimed per query. */
+  batchSize?: number;
+  /** How long a claim is held; longer than the request timeout, so a live worker never loses one. */
+  leaseMs?: number;
+  /** The floor under LISTEN/NOTIFY: due retries are found at least this often. */
+  pollIntervalMs?: number;
+  requestTimeoutMs?: number;
+  /** A subscription failing for this long without one success is disabled. */
+  disableAfterMs?: number;
+  maxResponseBytes?: number;
+  userAgent?: string;
+  now?: () => number;
+}
+
+/** Sealing contexts of a subscription's secrets (shared with the subscription service). */
+export const secretContext = (subscriptionId: string) => `subscription:${subscriptionId}:secret`;
+export const tokenContext = (subscriptionId: string) => `subscription:${subscriptionId}:token`;
+
+interface Job {
+  id: string;
+  subscriptionId: string;
+  body: string;
+  attempts: number;
+  scheduleStep: number;
+  armedBy: string;
+  url: string;
+  ack: string;
+  secret: Sealed;
+  previousSecret: Sealed | null;
+  previousSecretExpiresAt: Date | null;
+  callbackToken: Sealed;
+  subscriptionStatus: string;
+  subscriptionDeleted: boolean;
+}
+
+type Outcome = 'delivered' | 'retry' | 'failed';
+
+interface Completion {
+  id: string;
+  subscriptionId: string;
+  /** Absent when nothing was sent (the subscription was disabled meanwhile). */
+  attempt?: {
+    number: number;
+    trigger: string;
+    startedAt: Date;
+    durationMs: number;
+    statusCode: number | null;
+    error: string | null;
+    responseBody: string | null;
+  };
+  outcome: Outcome;
+  scheduleStep: number;
+  delayMs: number | null;
+  statusCode: number | null;
+  error: string | null;
+  /** Disable the subscription at once (410 Gone). */
+  disableReason?: string;
+}
+
+interface HttpResult {
+  statusCode: number | null;
+  responseBody: string | null;
+  error: string | null;
+  retryAfterMs?: number;
+}
+
+const rowsOf = <T>(result: unknown): T[] => (result as { rows: T[] }).rows;
+/** Binds a JS array as one PostgreSQL array parameter (drizzle would otherwise expand it into a list). */
+const list = (values: unknown[]) => sql.param(values);
+
+function errorText(err: unknown): string {
+  const e = err as Error & { code?: string; cause?: unknown };
+  const cause = e.cause as (Error & { code?: string }) | undefined;
+  // undici wraps connect failures; the cause names what really happened (refused, blocked, DNS).
+  if (cause?.message && cause.message !== e.message) return `${e.message}: ${cause.message}`;
+  return e.code && !e.message.includes(e.code) ? `${e.code}: ${e.message}` : e.message;
+}
+
+export function createDispatcher(options: DispatcherOptions) {
+  const { store, envelope, httpDispatcher, policy, logger } = options;
+  const db: Db = store.db;
+  const workerId =
+    options.workerId ?? `${os.hostname()}:${process.pid}:${crypto.randomBytes(3).toString('hex')}`;
+  const concurrency = options.concurrency ?? 256;
+  const batchSize = options.batchSize ?? 200;
+  const leaseMs = options.leaseMs ?? 60_000;
+  const pollIntervalMs = options.pollIntervalMs ?? 1_000;
+  const requestTimeoutMs = options.requestTimeoutMs ?? 15_000;
+  const disableAfterMs = options.disableAfterMs ?? 5 * 86_400_000;
+  const maxResponseBytes = options.maxResponseBytes ?? 20 * 1024;
+  const userAgent = options.userAgent ?? 'Ledgerhook-Webhooks';
+  const now = options.now ?? Date.now;
+  const log = logger.child({ component: 'dispatcher', workerId });
+
+  const inflight = new Set<Promise<void>>();
+  const completions: Completion[] = [];
+  const shutdown = new AbortController();
+  const secrets = new Map<string, string>();
+  let running = false;
+  let loopDone: Promise<void> | undefined;
+  let wakeUp: (() => void) | undefined;
+  let flushing: Promise<void> = Promise.resolve();
+  let flushTimer: NodeJS.Timeout | undefined;
+  let unlisten: (() => Promise<void>) | undefined;
+
+  function wake(): void {
+    wakeUp?.();
+  }
+
+  function sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        wakeUp = undefined;
+        resolve();
+      }
+      wakeUp = done;
+    });
+  }
+
+  function open(sealed: Sealed, context: string): string {
+    const key = `${context}:${sealed.ciphertext}`;
+    let plain = secrets.get(key);
+    if (plain === undefined) {
+      plain = envelope.open(sealed, context);
+      if (secrets.size > 50_000) secrets.clear();
+      secrets.set(key, plain);
+    }
+    return plain;
+  }
+
+  async function claim(limit: number): Promise<Job[]> {
+    const result = await db.execute(sql`
+      WITH due AS (
+        SELECT id FROM notifications
+        WHERE state = 'pending' AND next_attempt_at <= now()
+          AND (locked_until IS NULL OR locked_until < now())
+        ORDER BY next_attempt_at
+        LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED
+      )
+      UPDATE notifications n
+      SET locked_by = ${workerId}, locked_until = now() + ${leaseMs} * interval '1 millisecond'
+      FROM due, subscriptions s
+      WHERE n.id = due.id AND s.id = n.subscription_id
+      RETURNING n.id, n.subscription_id, n.body, n.attempts, n.schedule_step, n.armed_by,
+        s.url, s.ack, s.secret, s.previous_secret, s.previous_secret_expires_at, s.callback_token,
+        s.status, s.deleted_at`);
+    return rowsOf<Record<string, unknown>>(result).map((r) => ({
+      id: r.id as string,
+      subscriptionId: r.subscription_id as string,
+      body: r.body as string,
+      attempts: Number(r.attempts),
+      scheduleStep: Number(r.schedule_step),
+      armedBy: r.armed_by as string,
+      url: r.url as string,
+      ack: r.ack as string,
+      secret: r.secret as Sealed,
+      previousSecret: (r.previous_secret as Sealed | null) ?? null,
+      previousSecretExpiresAt: r.previous_secret_expires_at
+        ? new Date(r.previous_secret_expires_at as string)
+        : null,
+      callbackToken: r.callback_token as Sealed,
+      subscriptionStatus: r.status as string,
+      subscriptionDeleted: r.deleted_at !== null && r.deleted_at !== undefined,
+    }));
+  }
+
+  async function post(job: Job, headers: Record<string, string>): Promise<HttpResult> {
+    const signal = AbortSignal.any([AbortSignal.timeout(requestTimeoutMs), shutdown.signal]);
+    try {
+      const response = await request(job.url, {
+        method: 'POST',
+        headers,
+        body: job.body,
+        dispatcher: httpDispatcher,
+        // undici's request() never follows redirects (no redirect interceptor): a 3xx is a failed attempt.
+        signal,
+      });
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of response.body as AsyncIterable<Buffer>) {
+        const room = maxResponseBytes - size;
+        chunks.push(room < chunk.length ? chunk.subarray(0, room) : chunk);
+        size += Math.min(room, chunk.length);
+        if (size >= maxResponseBytes) break; // the rest is not read
+      }
+      const status = response.statusCode;
+      return {
+        statusCode: status,
+        // PostgreSQL text cannot hold NUL characters.
+        responseBody: Buffer.concat(chunks).toString('utf8').replaceAll('\u0000', ''),
+        error: null,
+        retryAfterMs:
+          status === 429 || status === 503
+            ? parseRetryAfter(response.headers['retry-after'], now())
+            : undefined,
+      };
+    } catch (err) {
+      if (shutdown.signal.aborted) return { statusCode: null, responseBody: null, error: 'shutdown' };
+      if (signal.aborted)
+        return { statusCode: null, responseBody: null, error: `timed out after ${requestTimeoutMs} ms` };
+      return { statusCode: null, responseBody: null, error: errorText(err) };
+    }
+  }
+
+  function acknowledged(job: Job, result: HttpResult): { ok: boolean; why?: string } {
+    const status = result.statusCode;
+    if (status === null) return { ok: false, why: result.error ?? 'no response' };
+    if (status >= 300 && status < 400) return { ok: false, why: `redirect (${status}) not followed` };
+    if (status < 200 || status >= 300) return { ok: false, why: `HTTP ${status}` };
+    if (job.ack === '2xx') return { ok: true };
+    try {
+      const parsed = JSON.parse(result.responseBody ?? '') as { status?: unknown };
+      if (parsed && parsed.status === 'success') return { ok: true };
+    } catch {
+      // not JSON
+    }
+    return { ok: false, why: `HTTP ${status} without the acknowledgement body {"status":"success"}` };
+  }
+
+  async function handle(job: Job): Promise<void> {
+    if (job.subscriptionStatus !== 'active' || job.subscriptionDeleted) {
+      const why = job.subscriptionDeleted ? 'subscription deleted' : 'subscription disabled';
+      completions.push({
+        id: job.id,
+        subscriptionId: job.subscriptionId,
+        outcome: 'failed',
+        scheduleStep: job.scheduleStep,
+        delayMs: null,
+        statusCode: null,
+        error: why,
+      });
+      scheduleFlush();
+      return;
+    }
+    const expiresAt = job.previousSecretExpiresAt?.getTime() ?? 0;
+    const signing = [open(job.secret, secretContext(job.subscriptionId))];
+    if (job.previousSecret && expiresAt > now())
+      signing.push(open(job.previousSecret, secretContext(job.subscriptionId)));
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      authorization: `Bearer ${open(job.callbackToken, tokenContext(job.subscriptionId))}`,
+      'user-agent': userAgent,
+      ...signWebhook(job.id, Math.floor(now() / 1000), job.body, signing),
+    };
+    const startedAt = new Date(now());
+    const result = await post(job, headers);
+    const durationMs = Math.max(0, now() - startedAt.getTime());
+    if (result.error === 'shutdown') return; // released below, not counted as an attempt
+
+    const step = job.scheduleStep + 1;
+    const ack = acknowledged(job, result);
+    let outcome: Outcome;
+    let delayMs: number | null = null;
+    let disableReason: string | undefined;
+    if (ack.ok) {
+      outcome = 'delivered';
+    } else if (result.statusCode === 410) {
+      outcome = 'failed';
+      disableReason = 'endpoint answered 410 Gone';
+    } else {
+      const next = policy.next(step, result.retryAfterMs);
+      outcome = next.delayMs === undefined ? 'failed' : 'retry';
+      delayMs = next.delayMs ?? null;
+    }
+    const error = ack.ok ? null : (ack.why ?? null);
+    completions.push({
+      id: job.id,
+      subscriptionId: job.subscriptionId,
+      attempt: {
+        number: job.attempts + 1,
+        trigger: job.scheduleStep === 0 ? (job.armedBy === 'created' ? 'scheduled' : job.armedBy) : 'retry',
+        startedAt,
+        durationMs,
+        statusCode: result.statusCode,
+        error,
+        responseBody: result.responseBody,
+      },
+      outcome,
+      scheduleStep: step,
+      delayMs,
+      statusCode: result.statusCode,
+      error,
+      disableReason,
+    });
+    if (outcome !== 'delivered') log.debug({ notification: job.id, error }, 'delivery attempt failed');
+    scheduleFlush();
+  }
+
+  function scheduleFlush(): void {
+    if (completions.length >= batchSize) {
+      void flush();
+    } else if (!flushTimer) {
+      flushTimer = setTimeout(() => void flush(), 10);
+    }
+  }
+
+  /** Records finished attempts in one transaction per batch; batches run one after another. */
+  function flush(): Promise<void> {
+    if (flushTimer) {
+      clearTimeout(flushTimer);
+      flushTimer = undefined;
+    }
+    const batch = completions.splice(0);
+    if (batch.length === 0) return flushing;
+    flushing = flushing
+      .then(() => record(batch))
+      .catch((err) => log.error({ err }, 'could not record delivery results'));
+    return flushing;
+  }
+
+  async function record(batch: Completion[]): Promise<void> {
+    const ids = batch.map((c) => c.id);
+    await db.transaction(async (tx) => {
+      await tx.execute(sql`
+        UPDATE notifications n SET
+          state = CASE WHEN v.outcome = 'retry' THEN 'pending' ELSE v.outcome END,
+          attempts = n.attempts + v.counted,
+          schedule_step = v.step,
+          next_attempt_at = CASE WHEN v.delay_ms IS NULL THEN NULL ELSE now() + v.delay_ms * interval '1 millisecond' END,
+          delivered_at = CASE WHEN v.outcome = 'delivered' THEN now() ELSE n.delivered_at END,
+          last_status_code = coalesce(v.status_code, n.last_status_code),
+          last_error = v.error,
+          locked_by = NULL,
+          locked_until = NULL
+        FROM unnest(${list(ids)}::uuid[], ${list(batch.map((c) => c.outcome))}::text[], ${list(batch.map((c) => (c.attempt ? 1 : 0)))}::int[],
+                    ${list(batch.map((c) => c.scheduleStep))}::int[], ${list(batch.map((c) => c.delayMs))}::bigint[],
+                    ${list(batch.map((c) => c.statusCode))}::int[], ${list(batch.map((c) => c.error))}::text[])
+          AS v(id, outcome, counted, step, delay_ms, status_code, error)
+        WHERE n.id = v.id AND n.locked_by = ${workerId}`);
+
+      const attempts = batch.filter((c) => c.attempt);
+      if (attempts.length > 0) {
+        await tx.execute(sql`
+          INSERT INTO delivery_attempts (id, notification_id, attempt_number, trigger, started_at, duration_ms,
+                                         status_code, error, response_body, outcome, next_attempt_at)
+          SELECT v.id, v.notification_id, v.attempt_number, v.trigger, v.started_at, v.duration_ms, v.status_code,
+                 v.error, v.response_body, v.outcome,
+                 CASE WHEN v.delay_ms IS NULL THEN NULL ELSE now() + v.delay_ms * interval '1 millisecond' END
+          FROM unnest(${list(attempts.map(() => crypto.randomUUID()))}::uuid[], ${list(attempts.map((c) => c.id))}::uuid[],
+                      ${list(attempts.map((c) => c.attempt!.number))}::int[], ${list(attempts.map((c) => c.attempt!.trigger))}::text[],
+                      ${list(attempts.map((c) => c.attempt!.startedAt.toISOString()))}::timestamptz[],
+                      ${list(attempts.map((c) => c.attempt!.durationMs))}::int[], ${list(attempts.map((c) => c.attempt!.statusCode))}::int[],
+                      ${list(attempts.map((c) => c.attempt!.error))}::text[], ${list(attempts.map((c) => c.attempt!.responseBody))}::text[],
+                      ${list(attempts.map((c) => c.outcome))}::text[], ${list(attempts.map((c) => c.delayMs))}::bigint[])
+            AS v(id, notification_id, attempt_number, trigger, started_at, duration_ms, status_code, error,
+                 response_body, outcome, delay_ms)`);
+      }
+
+      const succeeded = [
+        ...new Set(attempts.filter((c) => c.outcome === 'delivered').map((c) => c.subscriptionId)),
+      ];
+      const failedSubs = [
+        ...new Set(attempts.filter((c) => c.outcome !== 'delivered').map((c) => c.subscriptionId)),
+      ];
+      if (succeeded.length > 0) {
+        await tx.execute(
+          sql`UPDATE subscriptions SET failing_since = NULL WHERE id = ANY(${list(succeeded)}::uuid[]) AND failing_since IS NOT NULL`,
+        );
+      }
+      const disable = new Map<string, string>();
+      for (const c of batch) if (c.disableReason) disable.set(c.subscriptionId, c.disableReason);
+      const stillFailing = failedSubs.filter((s) => !succeeded.includes(s));
+      if (stillFailing.length > 0) {
+        const result = await tx.execute(sql`
+          UPDATE subscriptions SET failing_since = coalesce(failing_since, now())
+          WHERE id = ANY(${list(stillFailing)}::uuid[])
+          RETURNING id, failing_since < now() - ${disableAfterMs} * interval '1 millisecond' AS expired`);
+        for (const row of rowsOf<{ id: string; expired: boolean }>(result)) {
+          if (row.expired && !disable.has(row.id)) disable.set(row.id, 'every attempt failed for too long');
+        }
+      }
+      for (const [subscriptionId, reason] of disable) {
+        const disabled = await tx.execute(sql`
+          UPDATE subscriptions SET status = 'disabled', disabled_reason = ${reason}, disabled_at = now()
+          WHERE id = ${subscriptionId} AND status = 'active' RETURNING id`);
+        if (rowsOf(disabled).length === 0) continue;
+        log.warn({ subscription: subscriptionId, reason }, 'subscription disabled');
+        // Its waiting notifications fail now; they stay replayable after it is re-enabled.
+        await tx.execute(sql`
+          UPDATE notifications SET state = 'failed', next_attempt_at = NULL, last_error = 'subscription disabled: ' || ${reason}
+          WHERE subscription_id = ${subscriptionId} AND state = 'pending'`);
+      }
+    });
+  }
+
+  /** How long until the earliest scheduled retry, so retries leave on time without busy polling. */
+  async function untilNextDue(): Promise<number> {
+    try {
+      const result = await db.execute(sql`
+        SELECT extract(epoch FROM (min(next_attempt_at) - now())) * 1000 AS ms
+        FROM notifications WHERE state = 'pending'`);
+      const ms = rowsOf<{ ms: string | number | null }>(result)[0]?.ms;
+      if (ms === null || ms === undefined) return pollIntervalMs;
+      return Math.min(pollIntervalMs, Math.max(5, Math.ceil(Number(ms))));
+    } catch {
+      return pollIntervalMs;
+    }
+  }
+
+  async function loop(): Promise<void> {
+    while (running) {
+      const capacity = concurrency - inflight.size;
+      let claimed: Job[] = [];
+      if (capacity > 0) {
+        try {
+          claimed = await claim(Math.min(batchSize, capacity));
+        } catch (err) {
+          if (!running) break;
+          log.error({ err }, 'claiming notifications failed; retrying');
+          await sleep(pollIntervalMs);
+          continue;
+        }
+      }
+      for (const job of claimed) {
+        const task: Promise<void> = handle(job)
+          .catch((err) => log.error({ err, notification: job.id }, 'delivery crashed'))
+          .finally(() => {
+            inflight.delete(task);
+            if (inflight.size === concurrency - 1) wake();
+          });
+        inflight.add(task);
+      }
+      const full = concurrency - inflight.size <= 0;
+      if (full) await sleep(pollIntervalMs);
+      else if (claimed.length < Math.min(batchSize, capacity)) await sleep(await untilNextDue());
+    }
+  }
+
+  return {
+    workerId,
+    /** Starts claiming and delivering until `stop`. */
+    async start(): Promise<void> {
+      if (running) return;
+      running = true;
+      unlisten = await store.listen(OUTBOX_CHANNEL, wake);
+      loopDone = loop();
+    },
+    /** Nudges the loop, e.g. after this process enqueued something. */
+    wake,
+    /**
+     * Stops claiming, lets deliveries in flight finish (up to `graceMs`), records their results,
+     * and releases whatever is still unfinished so another dispatcher can take it at once.
+     */
+    async stop(graceMs = requestTimeoutMs + 1_000): Promise<void> {
+      if (!running) return;
+      running = false;
+      wake();
+      await loopDone;
+      const all = Promise.all([...inflight]);
+      const timer = setTimeout(() => shutdown.abort(), graceMs);
+      await all;
+      clearTimeout(timer);
+      await flush();
+      await flushing;
+      try {
+        await db.execute(
+          sql`UPDATE notifications SET locked_by = NULL, locked_until = NULL WHERE locked_by = ${workerId}`,
+        );
+        await unlisten?.();
+      } catch (err) {
+        // The leases expire by themselves; nothing is lost if the database is already gone.
+        log.warn({ err }, 'could not release claimed notifications on stop');
+      }
+    },
+    /** Notifications in flight in this process. */
+    inflightCount: () => inflight.size,
+  };
+}
+
+export type NotificationDispatcher = ReturnType<typeof createDispatcher>;

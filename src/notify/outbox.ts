@@ -1,0 +1,66 @@
+import { sql } from 'drizzle-orm';
+import { v7 as uuidv7 } from 'uuid';
+import type { Db } from '../store/db.js';
+import { notifications } from './schema.js';
+
+/** NOTIFY channel that wakes dispatchers (in this and other processes) when work is added. */
+export const OUTBOX_CHANNEL = 'ledgerhook_outbox';
+
+export interface NewNotification {
+  /** The notification id, also `webhook-id` and the body's `id`; see `newNotificationId`. */
+  id: string;
+  accountId: string;
+  subscriptionId: string;
+  eventType: string;
+  /** The exact JSON to send. */
+  body: string;
+  dedupeKey?: string;
+  /** 'failed' records a notification for a disabled subscription: kept, replayable, not sent. */
+  state?: 'pending' | 'failed';
+  lastError?: string;
+  armedBy?: string;
+}
+
+/** Time-ordered, so the delivery log pages by id. */
+export function newNotificationId(): string {
+  return uuidv7();
+}
+
+/**
+ * Writes notifications in the caller's transaction, so they commit (or not) with whatever
+ * produced them. A dedupe key already present for the subscription inserts nothing.
+ * Returns the ids inserted.
+ */
+export async function enqueueNotifications(
+  tx: Db,
+  items: NewNotification[],
+  now: Date = new Date(),
+): Promise<string[]> {
+  if (items.length === 0) return [];
+  const inserted = await tx
+    .insert(notifications)
+    .values(
+      items.map((n) => ({
+        id: n.id,
+        accountId: n.accountId,
+        subscriptionId: n.subscriptionId,
+        eventType: n.eventType,
+        body: n.body,
+        dedupeKey: n.dedupeKey ?? null,
+        state: n.state ?? 'pending',
+        armedBy: n.armedBy ?? 'created',
+        lastError: n.lastError ?? null,
+        nextAttemptAt: (n.state ?? 'pending') === 'pending' ? now : null,
+        createdAt: now,
+      })),
+    )
+    .onConflictDoNothing({ target: [notifications.subscriptionId, notifications.dedupeKey] })
+    .returning({ id: notifications.id });
+  if (items.some((n) => (n.state ?? 'pending') === 'pending')) await signalOutbox(tx);
+  return inserted.map((r) => r.id);
+}
+
+/** Wakes dispatchers in every process when the caller's transaction commits. */
+export async function signalOutbox(tx: Db): Promise<void> {
+  await tx.execute(sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`);
+}

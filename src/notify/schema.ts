@@ -1,0 +1,69 @@
+import { sql } from 'drizzle-orm';
+import { index, integer, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { subscriptions } from '../subscriptions/schema.js';
+
+const at = (name: string) => timestamp(name, { withTimezone: true, precision: 3, mode: 'date' });
+
+/**
+ * The outbox. A row is written in the producer's transaction and never deleted; dispatchers
+ * claim due rows with FOR UPDATE SKIP LOCKED and hold them under a lease (`locked_until`).
+ * `body` is the exact JSON sent, so every retry carries the same bytes and the same id.
+ */
+export const notifications = pgTable(
+  'notifications',
+  {
+    id: uuid('id').primaryKey(),
+    accountId: uuid('account_id').notNull(),
+    subscriptionId: uuid('subscription_id')
+      .notNull()
+      .references(() => subscriptions.id),
+    eventType: text('event_type').notNull(),
+    body: text('body').notNull(),
+    /** Producer's key for "the same notification" (e.g. tx + transfer), so replays insert nothing. */
+    dedupeKey: text('dedupe_key'),
+    /** pending | delivered | failed */
+    state: text('state').notNull().default('pending'),
+    /** Attempts made in all. */
+    attempts: integer('attempts').notNull().default(0),
+    /** Attempts since it was last armed; drives the retry schedule. */
+    scheduleStep: integer('schedule_step').notNull().default(0),
+    /** What armed it last: created | resend | recover | test */
+    armedBy: text('armed_by').notNull().default('created'),
+    nextAttemptAt: at('next_attempt_at'),
+    lockedBy: text('locked_by'),
+    lockedUntil: at('locked_until'),
+    lastStatusCode: integer('last_status_code'),
+    lastError: text('last_error'),
+    createdAt: at('created_at').notNull(),
+    deliveredAt: at('delivered_at'),
+  },
+  (t) => [
+    index('notifications_due_idx').on(t.nextAttemptAt).where(sql`state = 'pending'`),
+    index('notifications_subscription_idx').on(t.subscriptionId, t.id),
+    uniqueIndex('notifications_dedupe_idx').on(t.subscriptionId, t.dedupeKey),
+  ],
+);
+
+/** One row per HTTP attempt: what was answered, how long it took, and what happens next. */
+export const deliveryAttempts = pgTable(
+  'delivery_attempts',
+  {
+    id: uuid('id').primaryKey(),
+    notificationId: uuid('notification_id')
+      .notNull()
+      .references(() => notifications.id),
+    attemptNumber: integer('attempt_number').notNull(),
+    /** scheduled | retry | resend | recover | test */
+    trigger: text('trigger').notNull(),
+    startedAt: at('started_at').notNull(),
+    durationMs: integer('duration_ms').notNull(),
+    statusCode: integer('status_code'),
+    error: text('error'),
+    /** At most 20 KB of what the endpoint answered. */
+    responseBody: text('response_body'),
+    /** delivered | retry | failed */
+    outcome: text('outcome').notNull(),
+    nextAttemptAt: at('next_attempt_at'),
+  },
+  (t) => [index('delivery_attempts_notification_idx').on(t.notificationId, t.attemptNumber)],
+);

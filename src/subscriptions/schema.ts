@@ -1,0 +1,44 @@
+import { sql } from 'drizzle-orm';
+import { boolean, index, integer, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { accounts } from '../accounts/schema.js';
+import type { Sealed } from '../secrets/envelope.js';
+
+const at = (name: string) => timestamp(name, { withTimezone: true, precision: 3, mode: 'date' });
+
+/**
+ * A webhook endpoint and what it listens to: an address on a network (ADDRESS_TRANSACTION) or the
+ * events of one registry (REGISTRY_EVENTS). The signing secret and callback token are sealed with
+ * the master key; they are shown once, at creation or rotation.
+ */
+export const subscriptions = pgTable(
+  'subscriptions',
+  {
+    id: uuid('id').primaryKey(),
+    accountId: uuid('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    type: text('type').notNull(),
+    network: text('network'),
+    address: text('address'),
+    registryId: uuid('registry_id'),
+    url: text('url').notNull(),
+    mempool: boolean('mempool').notNull().default(false),
+    confirmations: integer('confirmations').notNull().default(1),
+    ack: text('ack').notNull().default('status'),
+    secret: jsonb('secret').$type<Sealed>().notNull(),
+    previousSecret: jsonb('previous_secret').$type<Sealed>(),
+    previousSecretExpiresAt: at('previous_secret_expires_at'),
+    callbackToken: jsonb('callback_token').$type<Sealed>().notNull(),
+    status: text('status').notNull().default('active'),
+    disabledReason: text('disabled_reason'),
+    disabledAt: at('disabled_at'),
+    /** Start of the current run of failed attempts; cleared by any success. */
+    failingSince: at('failing_since'),
+    createdAt: at('created_at').notNull(),
+    deletedAt: at('deleted_at'),
+  },
+  (t) => [
+    index('subscriptions_account_idx').on(t.accountId, t.id),
+    index('subscriptions_watch_idx').on(t.network, t.address).where(sql`deleted_at IS NULL`),
+  ],
+);

@@ -1,0 +1,491 @@
+import crypto from 'node:crypto';
+import { and, desc, eq, gte, inArray, isNull, lt, type SQL } from 'drizzle-orm';
+import { v7 as uuidv7 } from 'uuid';
+import { normalizeAddress } from '../chains/addresses.js';
+import type { Network, NetworkCatalog } from '../chains/networks.js';
+import { ConflictError, type FieldError, NotFoundError, ValidationError } from '../errors.js';
+import { secretContext, tokenContext } from '../notify/dispatcher.js';
+import { enqueueNotifications, newNotificationId, signalOutbox } from '../notify/outbox.js';
+import { deliveryAttempts, notifications } from '../notify/schema.js';
+import { newWebhookSecret } from '../notify/signing.js';
+import type { Envelope } from '../secrets/envelope.js';
+import type { Db } from '../store/db.js';
+import { subscriptions } from './schema.js';
+
+export const ADDRESS_TRANSACTION = 'ADDRESS_TRANSACTION';
+export const REGISTRY_EVENTS = 'REGISTRY_EVENTS';
+/** How long a rotated-out secret keeps signing beside the new one. */
+export const SECRET_OVERLAP_MS = 24 * 3_600_000;
+
+export interface CreateSubscriptionInput {
+  type: typeof ADDRESS_TRANSACTION;
+  attr: { address: string; chain: string; url: string };
+  mempool?: boolean;
+  confirmations?: number;
+  ack?: 'status' | '2xx';
+  callbackToken?: string;
+}
+
+export interface CreatedSubscription {
+  id: string;
+  /** Standard Webhooks signing secret (whsec_…), shown only now. */
+  secret: string;
+  /** Sent as `Authorization: Bearer <callbackToken>` with every notification, shown only now. */
+  callbackToken: string;
+}
+
+export interface SubscriptionView {
+  id: string;
+  type: string;
+  attr: Record<string, string>;
+  mempool: boolean;
+  confirmations: number;
+  ack: string;
+  status: string;
+  disabledReason: string | null;
+  disabledAt: string | null;
+  previousSecretExpiresAt: string | null;
+  createdAt: string;
+}
+
+export interface AttemptView {
+  attempt: number;
+  trigger: string;
+  startedAt: string;
+  durationMs: number;
+  statusCode: number | null;
+  error: string | null;
+  response: string | null;
+  outcome: string;
+  nextAttemptAt: string | null;
+}
+
+export interface NotificationView {
+  id: string;
+  subscriptionId: string;
+  eventType: string;
+  state: string;
+  attemptCount: number;
+  nextAttemptAt: string | null;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  createdAt: string;
+  deliveredAt: string | null;
+  payload: unknown;
+  attempts: AttemptView[];
+}
+
+type SubscriptionRow = typeof subscriptions.$inferSelect;
+
+export interface UrlChecker {
+  /** Rejects URLs that are not http(s) or that resolve to addresses we will not call. */
+  checkUrl(url: string): Promise<void>;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+function encodeCursor(id: string): string {
+  return Buffer.from(id, 'utf8').toString('base64url');
+}
+function decodeCursor(cursor: string): string {
+  const id = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (!UUID.test(id))
+    throw new ValidationError('Invalid cursor', [
+      { parameter: 'cursor', detail: 'is not a cursor this API returned' },
+    ]);
+  return id;
+}
+
+/** A sample notification with every field a real EVM one carries, so a customer can test their endpoint. */
+function samplePayload(network: Network, sub: SubscriptionRow, id: string): Record<string, unknown> {
+  const counter = network.family === 'evm' ? '0x000000000000000000000000000000000000dEaD' : undefined;
+  const isEvm = network.family === 'evm';
+  return {
+    address: sub.address,
+    txId: isEvm ? `0x${'ab'.repeat(32)}` : 'a'.repeat(64),
+    type: 'native',
+    blockNumber: 1,
+    asset: network.symbol,
+    amount: isEvm ? '-0.000000000000000001' : '0.00000001',
+    ...(isEvm ? { mempool: false } : {}),
+    ...(counter ? { counterAddress: counter } : {}),
+    id,
+    subscriptionId: sub.id,
+    chain: network.name,
+    watchedAddress: sub.address,
+    confirmations: sub.confirmations,
+    test: true,
+  };
+}
+
+export function createSubscriptions(deps: {
+  db: Db;
+  envelope: Envelope;
+  networks: NetworkCatalog;
+  urls: UrlChecker;
+  /** Called after a change that the watchers' in-memory address index must follow. */
+  onChange?: () => void;
+  now?: () => Date;
+}) {
+  const { db, envelope, networks, urls } = deps;
+  const now = deps.now ?? (() => new Date());
+
+  function toView(row: SubscriptionRow): SubscriptionView {
+    const attr: Record<string, string> =
+      row.type === REGISTRY_EVENTS
+        ? { registryId: row.registryId ?? '', url: row.url }
+        : { address: row.address ?? '', chain: row.network ?? '', url: row.url };
+    const overlap = row.previousSecretExpiresAt && row.previousSecretExpiresAt.getTime() > now().getTime();
+    return {
+      id: row.id,
+      type: row.type,
+      attr,
+      mempool: row.mempool,
+      confirmations: row.confirmations,
+      ack: row.ack,
+      status: row.status,
+      disabledReason: row.disabledReason,
+      disabledAt: iso(row.disabledAt),
+      previousSecretExpiresAt: overlap ? iso(row.previousSecretExpiresAt) : null,
+      createdAt: row.createdAt.toISOString(),
+    };
+  }
+
+  async function owned(accountId: string, id: string): Promise<SubscriptionRow> {
+    const [row] = UUID.test(id)
+      ? await db
+          .select()
+          .from(subscriptions)
+          .where(
+            and(
+              eq(subscriptions.id, id),
+              eq(subscriptions.accountId, accountId),
+              isNull(subscriptions.deletedAt),
+            ),
+          )
+      : [];
+    if (!row) throw new NotFoundError(`No subscription with id ${id}`);
+    return row;
+  }
+
+  async function checkUrl(url: string, pointer: string): Promise<void> {
+    try {
+      await urls.checkUrl(url);
+    } catch (err) {
+      throw new ValidationError('Invalid callback URL', [{ pointer, detail: (err as Error).message }]);
+    }
+  }
+
+  function sealSecrets(id: string, secret: string, callbackToken: string) {
+    return {
+      secret: envelope.seal(secret, secretContext(id)),
+      callbackToken: envelope.seal(callbackToken, tokenContext(id)),
+    };
+  }
+
+  async function insertEndpoint(
+    tx: Db,
+    values: Omit<typeof subscriptions.$inferInsert, 'id' | 'secret' | 'callbackToken' | 'createdAt'>,
+    callbackToken?: string,
+  ): Promise<CreatedSubscription> {
+    const id = uuidv7();
+    const secret = newWebhookSecret();
+    const token = callbackToken ?? crypto.randomBytes(24).toString('base64url');
+    await tx
+      .insert(subscriptions)
+      .values({ id, ...values, ...sealSecrets(id, secret, token), createdAt: now() });
+    return { id, secret, callbackToken: token };
+  }
+
+  return {
+    async create(accountId: string, input: CreateSubscriptionInput): Promise<CreatedSubscription> {
+      const errors: FieldError[] = [];
+      const network = networks.find(input.attr.chain);
+      let address: string | undefined;
+      if (!network) {
+        errors.push({
+          pointer: '#/attr/chain',
+          detail: `is not a configured network; use one of ${networks.names().join(', ')}`,
+        });
+      } else {
+        const check = normalizeAddress(network.family, input.attr.address);
+        if (check.ok) address = check.address;
+        else
+          errors.push({
+            pointer: '#/attr/address',
+            detail: `${check.reason} (${network.name} expects ${network.addressFormat})`,
+          });
+        if (input.mempool === true && network.family !== 'evm') {
+          errors.push({
+            pointer: '#/mempool',
+            detail: `is only available on EVM networks, not ${network.name}`,
+          });
+        }
+      }
+      if (errors.length > 0) throw new ValidationError('Invalid subscription', errors);
+      await checkUrl(input.attr.url, '#/attr/url');
+      const net = network!;
+      const created = await insertEndpoint(
+        db,
+        {
+          accountId,
+          type: ADDRESS_TRANSACTION,
+          network: net.name,
+          address: address!,
+          url: input.attr.url,
+          mempool: input.mempool ?? net.family === 'evm',
+          confirmations: input.confirmations ?? net.defaultConfirmations,
+          ack: input.ack ?? 'status',
+        },
+        input.callbackToken,
+      );
+      deps.onChange?.();
+      return created;
+    },
+
+    /**
+     * The endpoint of a registry's `callback_url`, created in the registry's transaction; it is
+     * an ordinary subscription, so its deliveries show in the same log and can be replayed.
+     */
+    async createRegistryEndpoint(
+      tx: Db,
+      accountId: string,
+      registryId: string,
+      url: string,
+    ): Promise<CreatedSubscription> {
+      return insertEndpoint(tx, {
+        accountId,
+        type: REGISTRY_EVENTS,
+        registryId,
+        url,
+        mempool: false,
+        confirmations: 0,
+      });
+    },
+
+    checkUrl,
+
+    async list(accountId: string, query: { limit: number; cursor?: string; type?: string }) {
+      const conditions: SQL[] = [eq(subscriptions.accountId, accountId), isNull(subscriptions.deletedAt)];
+      if (query.type) conditions.push(eq(subscriptions.type, query.type));
+      if (query.cursor) conditions.push(lt(subscriptions.id, decodeCursor(query.cursor)));
+      const rows = await db
+        .select()
+        .from(subscriptions)
+        .where(and(...conditions))
+        .orderBy(desc(subscriptions.id))
+        .limit(query.limit + 1);
+      const page = rows.slice(0, query.limit);
+      return {
+        data: page.map(toView),
+        next_cursor: rows.length > query.limit ? encodeCursor(page.at(-1)!.id) : null,
+      };
+    },
+
+    async get(accountId: string, id: string): Promise<SubscriptionView> {
+      return toView(await owned(accountId, id));
+    },
+
+    /** Stops watching and delivering; the notifications and their log stay. */
+    async remove(accountId: string, id: string): Promise<void> {
+      await owned(accountId, id);
+      await db.transaction(async (tx) => {
+        await tx.update(subscriptions).set({ deletedAt: now() }).where(eq(subscriptions.id, id));
+        await tx
+          .update(notifications)
+          .set({ state: 'failed', nextAttemptAt: null, lastError: 'subscription deleted' })
+          .where(and(eq(notifications.subscriptionId, id), eq(notifications.state, 'pending')));
+      });
+      deps.onChange?.();
+    },
+
+    /** Re-enables a disabled subscription; its failed notifications can then be recovered. */
+    async enable(accountId: string, id: string): Promise<SubscriptionView> {
+      await owned(accountId, id);
+      await db
+        .update(subscriptions)
+        .set({ status: 'active', disabledReason: null, disabledAt: null, failingSince: null })
+        .where(eq(subscriptions.id, id));
+      deps.onChange?.();
+      return toView(await owned(accountId, id));
+    },
+
+    /** A new signing secret; the old one keeps signing beside it for 24 hours. */
+    async rotateSecret(
+      accountId: string,
+      id: string,
+    ): Promise<{ secret: string; previousSecretExpiresAt: string }> {
+      const row = await owned(accountId, id);
+      const secret = newWebhookSecret();
+      const expires = new Date(now().getTime() + SECRET_OVERLAP_MS);
+      await db
+        .update(subscriptions)
+        .set({
+          secret: envelope.seal(secret, secretContext(id)),
+          previousSecret: row.secret,
+          previousSecretExpiresAt: expires,
+        })
+        .where(eq(subscriptions.id, id));
+      return { secret, previousSecretExpiresAt: expires.toISOString() };
+    },
+
+    /** Enqueues a sample notification through the real outbox. */
+    async sendTest(accountId: string, id: string): Promise<{ notificationId: string }> {
+      const row = await owned(accountId, id);
+      if (row.status !== 'active') throw new ConflictError('The subscription is disabled; enable it first');
+      const notificationId = newNotificationId();
+      let payload: Record<string, unknown>;
+      if (row.type === REGISTRY_EVENTS) {
+        payload = {
+          type: 'registry.test',
+          id: notificationId,
+          subscriptionId: row.id,
+          registry: { id: row.registryId },
+          test: true,
+        };
+      } else {
+        const network = networks.find(row.network ?? '');
+        if (!network) throw new ConflictError(`Network ${row.network} is no longer configured`);
+        payload = samplePayload(network, row, notificationId);
+      }
+      await db.transaction((tx) =>
+        enqueueNotifications(tx, [
+          {
+            id: notificationId,
+            accountId,
+            subscriptionId: row.id,
+            eventType: 'test',
+            body: JSON.stringify(payload),
+            armedBy: 'test',
+          },
+        ]),
+      );
+      return { notificationId };
+    },
+
+    /** The delivery log: newest notifications first, each with its attempts. */
+    async notifications(
+      accountId: string,
+      id: string,
+      query: { limit: number; cursor?: string; state?: string },
+    ) {
+      await owned(accountId, id);
+      const conditions: SQL[] = [eq(notifications.subscriptionId, id)];
+      if (query.state) conditions.push(eq(notifications.state, query.state));
+      if (query.cursor) conditions.push(lt(notifications.id, decodeCursor(query.cursor)));
+      const rows = await db
+        .select()
+        .from(notifications)
+        .where(and(...conditions))
+        .orderBy(desc(notifications.id))
+        .limit(query.limit + 1);
+      const page = rows.slice(0, query.limit);
+      const attempts =
+        page.length === 0
+          ? []
+          : await db
+              .select()
+              .from(deliveryAttempts)
+              .where(
+                inArray(
+                  deliveryAttempts.notificationId,
+                  page.map((r) => r.id),
+                ),
+              )
+              .orderBy(deliveryAttempts.attemptNumber);
+      const byNotification = new Map<string, AttemptView[]>();
+      for (const a of attempts) {
+        const list = byNotification.get(a.notificationId) ?? [];
+        list.push({
+          attempt: a.attemptNumber,
+          trigger: a.trigger,
+          startedAt: a.startedAt.toISOString(),
+          durationMs: a.durationMs,
+          statusCode: a.statusCode,
+          error: a.error,
+          response: a.responseBody,
+          outcome: a.outcome,
+          nextAttemptAt: iso(a.nextAttemptAt),
+        });
+        byNotification.set(a.notificationId, list);
+      }
+      const data: NotificationView[] = page.map((n) => ({
+        id: n.id,
+        subscriptionId: n.subscriptionId,
+        eventType: n.eventType,
+        state: n.state,
+        attemptCount: n.attempts,
+        nextAttemptAt: n.state === 'pending' ? iso(n.nextAttemptAt) : null,
+        lastStatusCode: n.lastStatusCode,
+        lastError: n.lastError,
+        createdAt: n.createdAt.toISOString(),
+        deliveredAt: iso(n.deliveredAt),
+        payload: JSON.parse(n.body) as unknown,
+        attempts: byNotification.get(n.id) ?? [],
+      }));
+      return { data, next_cursor: rows.length > query.limit ? encodeCursor(page.at(-1)!.id) : null };
+    },
+
+    /** Delivers one notification again as a new attempt, whatever its state, with a fresh retry schedule. */
+    async resend(accountId: string, notificationId: string): Promise<{ id: string; state: string }> {
+      const [row] = UUID.test(notificationId)
+        ? await db
+            .select({ id: notifications.id, subscriptionId: notifications.subscriptionId })
+            .from(notifications)
+            .where(and(eq(notifications.id, notificationId), eq(notifications.accountId, accountId)))
+        : [];
+      if (!row) throw new NotFoundError(`No notification with id ${notificationId}`);
+      const sub = await owned(accountId, row.subscriptionId).catch(() => {
+        throw new ConflictError('Its subscription was deleted');
+      });
+      if (sub.status !== 'active') throw new ConflictError('The subscription is disabled; enable it first');
+      await db.transaction(async (tx) => {
+        await tx
+          .update(notifications)
+          .set({
+            state: 'pending',
+            scheduleStep: 0,
+            armedBy: 'resend',
+            nextAttemptAt: now(),
+            lockedBy: null,
+            lockedUntil: null,
+          })
+          .where(eq(notifications.id, row.id));
+        await signalOutbox(tx);
+      });
+      return { id: row.id, state: 'pending' };
+    },
+
+    /** Resends every failed notification of the subscription created since `since`. */
+    async recover(accountId: string, id: string, since: Date): Promise<{ resent: number }> {
+      const sub = await owned(accountId, id);
+      if (sub.status !== 'active') throw new ConflictError('The subscription is disabled; enable it first');
+      const resent = await db.transaction(async (tx) => {
+        const rows = await tx
+          .update(notifications)
+          .set({
+            state: 'pending',
+            scheduleStep: 0,
+            armedBy: 'recover',
+            nextAttemptAt: now(),
+            lockedBy: null,
+            lockedUntil: null,
+          })
+          .where(
+            and(
+              eq(notifications.subscriptionId, id),
+              eq(notifications.state, 'failed'),
+              gte(notifications.createdAt, since),
+            ),
+          )
+          .returning({ id: notifications.id });
+        if (rows.length > 0) await signalOutbox(tx);
+        return rows.length;
+      });
+      return { resent };
+    },
+  };
+}
+
+export type Subscriptions = ReturnType<typeof createSubscriptions>;
