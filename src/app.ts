@@ -160,10 +160,13 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
     const first = await accounts.bootstrap();
     if (first) (options.announceToken ?? announceTokenOnConsole)(first);
 
+    const metrics = createMetrics();
     let dispatcher: NotificationDispatcher | undefined;
     if (config.roles.has('dispatcher')) {
       dispatcher = createDispatcher({
         store,
+        observer: metrics.delivery,
+        releaseAllClaimsOnStart: store.kind === 'pglite',
         envelope,
         httpDispatcher: egress.dispatcher,
         policy: createRetryPolicy(config.retryScheduleMs),
@@ -171,8 +174,7 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
         concurrency: config.dispatchConcurrency,
         pollIntervalMs: config.pollIntervalMs,
         requestTimeoutMs: config.deliveryTimeoutMs,
-        // The lease outlives any request, so a live dispatcher never loses a claim to another.
-        leaseMs: Math.max(60_000, 4 * config.deliveryTimeoutMs),
+        leaseMs: config.dispatchLeaseMs,
         disableAfterMs: config.disableAfterMs,
         userAgent: `Ledgerhook/${packageVersion()}`,
       });
@@ -188,7 +190,7 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       registries,
       subscriptions,
       serveApi: config.roles.has('api'),
-      metrics: createMetrics(),
+      metrics,
       checkReady: () => store.ping(),
       bodyLimit: config.bodyLimit,
       version: packageVersion(),

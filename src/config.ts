@@ -34,6 +34,8 @@ export interface Config {
   connectTimeoutMs: number;
   disableAfterMs: number;
   dispatchConcurrency: number;
+  /** How long a claimed notification is held before another dispatcher may take it. */
+  dispatchLeaseMs: number;
   pollIntervalMs: number;
 }
 
@@ -103,7 +105,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')} (got "${env.LOG_LEVEL}")`);
   }
   const masterKeyRaw = env.LEDGERHOOK_MASTER_KEY;
-  return {
+  const config: Config = {
     port,
     host,
     dataDir: path.resolve(cwd, dataDirRaw),
@@ -126,5 +128,13 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     disableAfterMs: readDuration(env, 'LEDGERHOOK_DISABLE_AFTER', 5 * 86_400_000, 1),
     dispatchConcurrency: readInt(env, 'LEDGERHOOK_DISPATCH_CONCURRENCY', 256, 1, 10_000),
     pollIntervalMs: readDuration(env, 'LEDGERHOOK_POLL_INTERVAL', 1_000, 10),
+    dispatchLeaseMs: 0,
   };
+  // The lease must outlive any request, so a live dispatcher never loses a claim to another.
+  const minimumLease = config.deliveryTimeoutMs + config.connectTimeoutMs + 1_000;
+  config.dispatchLeaseMs = readDuration(env, 'LEDGERHOOK_DISPATCH_LEASE', Math.max(60_000, 4 * config.deliveryTimeoutMs), 1);
+  if (config.dispatchLeaseMs < minimumLease) {
+    throw new ConfigError('LEDGERHOOK_DISPATCH_LEASE', `must exceed the delivery and connect timeouts (at least ${minimumLease} ms)`);
+  }
+  return config;
 }

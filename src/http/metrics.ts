@@ -19,8 +19,28 @@ export function createMetrics() {
     registers: [registry],
   });
 
+  const attempts = new Counter({
+    name: 'ledgerhook_delivery_attempts_total',
+    help: 'Webhook delivery attempts made by this process, by outcome (delivered, retry, failed)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  const attemptDuration = new Histogram({
+    name: 'ledgerhook_delivery_attempt_duration_seconds',
+    help: 'Time from sending a webhook to its answer (or timeout)',
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15],
+    registers: [registry],
+  });
+
   return {
     registry,
+    /** Counts delivery attempts; pass to the dispatcher as its observer. */
+    delivery: {
+      attempt(outcome: string, durationMs: number): void {
+        attempts.inc({ outcome });
+        attemptDuration.observe(durationMs / 1000);
+      },
+    },
     instrument(app: FastifyInstance): void {
       app.addHook('onResponse', async (request, reply) => {
         // The route pattern, not the raw URL, keeps the label set small.

@@ -9,8 +9,20 @@ import { OUTBOX_CHANNEL } from './outbox.js';
 import { parseRetryAfter, type RetryPolicy } from './retry-policy.js';
 import { signWebhook } from './signing.js';
 
+/** What the dispatcher reports about each attempt, e.g. to Prometheus. */
+export interface DeliveryObserver {
+  attempt(outcome: 'delivered' | 'retry' | 'failed', durationMs: number): void;
+}
+
 export interface DispatcherOptions {
   store: Store;
+  observer?: DeliveryObserver;
+  /**
+   * Release every claim at start. Only safe when no other dispatcher can share the database
+   * (the embedded one, held by this process alone): claims left by a killed process go at once
+   * instead of waiting for their lease to run out.
+   */
+  releaseAllClaimsOnStart?: boolean;
   envelope: Envelope;
   /** Outbound HTTP through the SSRF-safe connector. */
   httpDispatcher: Dispatcher;
@@ -307,6 +319,7 @@ export function createDispatcher(options: DispatcherOptions) {
       disableReason,
     });
     if (outcome !== 'delivered') log.debug({ notification: job.id, error }, 'delivery attempt failed');
+    options.observer?.attempt(outcome, durationMs);
     scheduleFlush();
   }
 
@@ -456,6 +469,9 @@ export function createDispatcher(options: DispatcherOptions) {
     async start(): Promise<void> {
       if (running) return;
       running = true;
+      if (options.releaseAllClaimsOnStart) {
+        await db.execute(sql`UPDATE notifications SET locked_by = NULL, locked_until = NULL WHERE locked_by IS NOT NULL`);
+      }
       unlisten = await store.listen(OUTBOX_CHANNEL, wake);
       loopDone = loop();
     },

@@ -17,6 +17,8 @@ export interface Reply {
   body?: string;
   /** Never answer (the connection stays open until the client gives up). */
   hang?: boolean;
+  /** Answer after this many milliseconds. */
+  delayMs?: number;
 }
 
 /** Decides the answer to each request; the default acknowledges as the contract asks. */
@@ -60,8 +62,12 @@ export async function startReceiver(responder: Responder = () => ACK): Promise<R
         hanging.add(res);
         return;
       }
-      res.writeHead(reply.status ?? 200, reply.headers ?? {});
-      res.end(reply.body ?? '');
+      const send = () => {
+        res.writeHead(reply.status ?? 200, reply.headers ?? {});
+        res.end(reply.body ?? '');
+      };
+      if (reply.delayMs) setTimeout(send, reply.delayMs);
+      else send();
     });
   });
   server.keepAliveTimeout = 1000;
