@@ -420,12 +420,16 @@ export function createDispatcher(options: DispatcherOptions) {
     });
   }
 
-  /** How long until the earliest scheduled retry, so retries leave on time without busy polling. */
+  /**
+   * How long until the earliest unclaimed notification is due, so retries leave on time without
+   * busy polling (rows other dispatchers hold are not ours to wait for).
+   */
   async function untilNextDue(): Promise<number> {
     try {
       const result = await db.execute(sql`
         SELECT extract(epoch FROM (min(next_attempt_at) - now())) * 1000 AS ms
-        FROM notifications WHERE state = 'pending'`);
+        FROM notifications
+        WHERE state = 'pending' AND (locked_until IS NULL OR locked_until < now())`);
       const ms = rowsOf<{ ms: string | number | null }>(result)[0]?.ms;
       if (ms === null || ms === undefined) return pollIntervalMs;
       return Math.min(pollIntervalMs, Math.max(5, Math.ceil(Number(ms))));
