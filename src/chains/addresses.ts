@@ -50,9 +50,13 @@ function bitcoin(input: string): AddressCheck {
 }
 
 function algorand(input: string): AddressCheck {
-  return algosdk.isValidAddress(input)
-    ? { ok: true, address: input }
-    : { ok: false, reason: 'is not an Algorand address (58 base32 characters with checksum)' };
+  if (!algosdk.isValidAddress(input))
+    return { ok: false, reason: 'is not an Algorand address (58 base32 characters with checksum)' };
+  // The last character carries 2 padding bits that isValidAddress ignores: refuse any spelling but
+  // the canonical one, which is the only one the chain reports and the watchers can match.
+  if (algosdk.encodeAddress(algosdk.decodeAddress(input).publicKey) !== input)
+    return { ok: false, reason: 'is not in canonical form (its last character has non-zero padding bits)' };
+  return { ok: true, address: input };
 }
 
 function solana(input: string): AddressCheck {

@@ -125,6 +125,12 @@ export interface NetworkCatalog {
 
 const NAME = /^[A-Z][A-Z0-9_]{1,31}$/;
 
+const isObject = (value: unknown): boolean =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+const isName = (value: unknown) => typeof value === 'string' && NAME.test(value.toUpperCase());
+const isIntegerIn = (value: unknown, min: number, max: number) =>
+  Number.isInteger(value) && (value as number) >= min && (value as number) <= max;
+
 interface FileNetwork {
   family?: string;
   chainId?: number;
@@ -152,9 +158,10 @@ function urls(value: unknown, where: string): string[] {
   });
 }
 
-function withDerived(n: NetworkDefaults, confirmations?: number): Network {
+function withDerived(n: NetworkDefaults & { confirmations?: number }, confirmations?: number): Network {
+  const { confirmations: _fromFile, ...defaults } = n;
   return {
-    ...n,
+    ...defaults,
     addressFormat: ADDRESS_FORMATS[n.family],
     defaultConfirmations: confirmations ?? DEFAULT_CONFIRMATIONS[n.family],
   };
@@ -179,10 +186,22 @@ export function loadNetworks(
     } catch (err) {
       throw new ConfigError('LEDGERHOOK_CONFIG', `cannot be read as JSON (${(err as Error).message})`);
     }
+    if (!isObject(parsed)) throw new ConfigError('LEDGERHOOK_CONFIG', 'must hold a JSON object');
+    if (parsed.networks !== undefined && !isObject(parsed.networks))
+      throw new ConfigError('LEDGERHOOK_CONFIG networks', 'must be an object keyed by network name');
     for (const [rawName, spec] of Object.entries(parsed.networks ?? {})) {
       const name = rawName.toUpperCase();
       const where = `LEDGERHOOK_CONFIG networks.${rawName}`;
       if (!NAME.test(name)) throw new ConfigError(where, 'must be named with 2-32 letters, digits or _');
+      if (!isObject(spec)) throw new ConfigError(where, 'must be an object');
+      if (spec.aliases !== undefined && !(Array.isArray(spec.aliases) && spec.aliases.every(isName)))
+        throw new ConfigError(`${where}.aliases`, 'must be a list of names (2-32 letters, digits or _)');
+      if (spec.symbol !== undefined && (typeof spec.symbol !== 'string' || spec.symbol.trim() === ''))
+        throw new ConfigError(`${where}.symbol`, 'must be a non-empty string');
+      if (spec.decimals !== undefined && !isIntegerIn(spec.decimals, 0, 255))
+        throw new ConfigError(`${where}.decimals`, 'must be an integer from 0 to 255');
+      if (spec.confirmations !== undefined && !isIntegerIn(spec.confirmations, 1, 1000))
+        throw new ConfigError(`${where}.confirmations`, 'must be an integer from 1 to 1000');
       const base = byName.get(name);
       const family = (spec.family ?? base?.family) as Family | undefined;
       if (!family || !FAMILIES.includes(family))

@@ -97,25 +97,35 @@ function decodeCursor(cursor: string): string {
   return id;
 }
 
-/** A sample notification with every field a real EVM one carries, so a customer can test their endpoint. */
+/** Transaction ids shaped as each family writes them (hex hash, base32 id, base58 signature). */
+const SAMPLE_TX_ID: Record<Network['family'], string> = {
+  evm: `0x${'ab'.repeat(32)}`,
+  bitcoin: 'ab'.repeat(32),
+  algorand: 'A'.repeat(52),
+  solana: '5'.repeat(88),
+};
+
+/**
+ * A sample notification with exactly the documented fields (DESIGN §6) a real one carries, so a
+ * customer can test their endpoint: one base unit of the native asset, sent on EVM chains (where
+ * `address` is the sender), received elsewhere.
+ */
 function samplePayload(network: Network, sub: SubscriptionRow, id: string): Record<string, unknown> {
-  const counter = network.family === 'evm' ? '0x000000000000000000000000000000000000dEaD' : undefined;
   const isEvm = network.family === 'evm';
+  const oneUnit = network.decimals > 0 ? `0.${'0'.repeat(network.decimals - 1)}1` : '1';
   return {
     address: sub.address,
-    txId: isEvm ? `0x${'ab'.repeat(32)}` : 'a'.repeat(64),
+    txId: SAMPLE_TX_ID[network.family],
     type: 'native',
     blockNumber: 1,
     asset: network.symbol,
-    amount: isEvm ? '-0.000000000000000001' : '0.00000001',
-    ...(isEvm ? { mempool: false } : {}),
-    ...(counter ? { counterAddress: counter } : {}),
+    amount: isEvm ? `-${oneUnit}` : oneUnit,
+    ...(isEvm ? { mempool: false, counterAddress: '0x000000000000000000000000000000000000dEaD' } : {}),
     id,
     subscriptionId: sub.id,
     chain: network.name,
     watchedAddress: sub.address,
     confirmations: sub.confirmations,
-    test: true,
   };
 }
 

@@ -1,0 +1,285 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, test } from 'vitest';
+import { loadConfig } from '../config.js';
+import { ConfigError } from '../errors.js';
+import { normalizeAddress } from './addresses.js';
+import { loadNetworks } from './networks.js';
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledgerhook-networks-'));
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+let files = 0;
+/** Writes a config file of its own and returns its path. */
+function configFile(content: unknown): string {
+  const file = path.join(dir, `config-${files++}.json`);
+  fs.writeFileSync(file, typeof content === 'string' ? content : JSON.stringify(content));
+  return file;
+}
+
+/** The ConfigError `fn` throws; fails the test when it throws nothing or something else. */
+function configError(fn: () => unknown): ConfigError {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return err as ConfigError;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('the built-in catalog', () => {
+  const catalog = loadNetworks({});
+
+  test('lists ETH, BSC, POL, GLRM, ALGO, BTC and SOL', () => {
+    expect(catalog.names()).toEqual(['ETH', 'BSC', 'POL', 'GLRM', 'ALGO', 'BTC', 'SOL']);
+    expect(catalog.list().map((n) => n.name)).toEqual(catalog.names());
+  });
+
+  test.each([
+    ['ETH', 'evm', 1, 'ETH', 18],
+    ['BSC', 'evm', 56, 'BNB', 18],
+    ['POL', 'evm', 137, 'POL', 18],
+    ['GLRM', 'evm', 1284, 'GLMR', 18],
+    ['ALGO', 'algorand', undefined, 'ALGO', 6],
+    ['BTC', 'bitcoin', undefined, 'BTC', 8],
+    ['SOL', 'solana', undefined, 'SOL', 9],
+  ] as const)(
+    '%s: family %s, chain id %s, native %s with %i decimals',
+    (name, family, chainId, symbol, decimals) => {
+      const n = catalog.find(name)!;
+      expect(n).toBeDefined();
+      expect(n).toMatchObject({ name, family, symbol, decimals });
+      expect(n.chainId).toBe(chainId);
+      expect(n.rpcUrls.length).toBeGreaterThan(0);
+      for (const url of [...n.rpcUrls, ...n.wsUrls, ...n.indexerUrls])
+        expect(() => new URL(url)).not.toThrow();
+      expect(n.addressFormat).not.toBe('');
+      expect(n.defaultConfirmations).toBe(family === 'bitcoin' ? 2 : 1);
+    },
+  );
+
+  test('EVM networks have WebSocket endpoints and ALGO an indexer', () => {
+    for (const name of ['ETH', 'BSC', 'POL', 'GLRM']) {
+      expect(catalog.find(name)!.wsUrls.every((u) => /^wss?:/.test(u))).toBe(true);
+      expect(catalog.find(name)!.wsUrls.length).toBeGreaterThan(0);
+    }
+    expect(catalog.find('ALGO')!.indexerUrls.length).toBeGreaterThan(0);
+  });
+
+  test('GLMR is an alias of GLRM; names are case-insensitive; unknown names are undefined', () => {
+    expect(catalog.find('GLMR')).toBe(catalog.find('GLRM'));
+    expect(catalog.find('GLRM')!.aliases).toContain('GLMR');
+    expect(catalog.find('glmr')!.name).toBe('GLRM');
+    expect(catalog.find(' eth ')!.name).toBe('ETH');
+    expect(catalog.find('DOGE')).toBeUndefined();
+    expect(catalog.find('')).toBeUndefined();
+    // An alias is not a network of its own.
+    expect(catalog.names()).not.toContain('GLMR');
+  });
+
+  test('the catalog is a fresh copy per load: changing one does not change another', () => {
+    const a = loadNetworks({});
+    a.find('ETH')!.rpcUrls.push('http://mutated.example');
+    expect(loadNetworks({}).find('ETH')!.rpcUrls).not.toContain('http://mutated.example');
+  });
+});
+
+describe('environment overrides', () => {
+  test('LEDGERHOOK_RPC_ETH and LEDGERHOOK_WS_ETH replace the endpoints, comma-separated, in order', () => {
+    const catalog = loadNetworks({
+      LEDGERHOOK_RPC_ETH: 'http://10.1.1.1:8545, https://eth.example.com/rpc',
+      LEDGERHOOK_WS_ETH: 'ws://10.1.1.1:8546',
+    });
+    expect(catalog.find('ETH')!.rpcUrls).toEqual(['http://10.1.1.1:8545', 'https://eth.example.com/rpc']);
+    expect(catalog.find('ETH')!.wsUrls).toEqual(['ws://10.1.1.1:8546']);
+    // Other networks keep their defaults.
+    expect(catalog.find('BSC')!.rpcUrls).toEqual(loadNetworks({}).find('BSC')!.rpcUrls);
+  });
+
+  test('LEDGERHOOK_INDEXER_ALGO replaces the Algorand indexer', () => {
+    const catalog = loadNetworks({ LEDGERHOOK_INDEXER_ALGO: 'http://127.0.0.1:8980' });
+    expect(catalog.find('ALGO')!.indexerUrls).toEqual(['http://127.0.0.1:8980']);
+  });
+
+  test('empty variables keep the defaults', () => {
+    const catalog = loadNetworks({ LEDGERHOOK_RPC_ETH: '', LEDGERHOOK_WS_ETH: '  ' });
+    expect(catalog.find('ETH')!.rpcUrls).toEqual(loadNetworks({}).find('ETH')!.rpcUrls);
+    expect(catalog.find('ETH')!.wsUrls).toEqual(loadNetworks({}).find('ETH')!.wsUrls);
+  });
+
+  test.each([
+    ['LEDGERHOOK_RPC_ETH', 'not a url'],
+    ['LEDGERHOOK_RPC_BTC', 'ftp://node.example.com'],
+    ['LEDGERHOOK_WS_ETH', 'wss://ok.example.com,::nope'],
+    ['LEDGERHOOK_INDEXER_ALGO', 'file:///etc/passwd'],
+  ])('an invalid URL in %s is a ConfigError naming the variable', (variable, value) => {
+    const err = configError(() => loadNetworks({ [variable]: value }));
+    expect(err.variable).toBe(variable);
+    expect(err.message).toContain(variable);
+  });
+
+  test('loadConfig carries the catalog and its errors', () => {
+    const config = loadConfig({ LEDGERHOOK_RPC_POL: 'http://127.0.0.1:1234' }, dir);
+    expect(config.networks.find('POL')!.rpcUrls).toEqual(['http://127.0.0.1:1234']);
+    expect(configError(() => loadConfig({ LEDGERHOOK_RPC_POL: 'nope' }, dir)).variable).toBe(
+      'LEDGERHOOK_RPC_POL',
+    );
+  });
+});
+
+describe('the config file (LEDGERHOOK_CONFIG)', () => {
+  test('adds an EVM network by configuration alone and overrides a built-in one', () => {
+    const file = configFile({
+      networks: {
+        ARB: {
+          family: 'evm',
+          chainId: 42161,
+          symbol: 'ETH',
+          rpc: ['https://arb1.arbitrum.io/rpc'],
+          ws: 'wss://arb1.example.com/ws',
+          aliases: ['arbitrum'],
+        },
+        BSC: { rpc: 'https://bsc.internal.example:8545' },
+      },
+    });
+    const catalog = loadNetworks({ LEDGERHOOK_CONFIG: file });
+    expect(catalog.names()).toEqual(['ETH', 'BSC', 'POL', 'GLRM', 'ALGO', 'BTC', 'SOL', 'ARB']);
+    expect(catalog.find('ARB')).toEqual({
+      name: 'ARB',
+      aliases: ['ARBITRUM'],
+      family: 'evm',
+      chainId: 42161,
+      symbol: 'ETH',
+      decimals: 18,
+      rpcUrls: ['https://arb1.arbitrum.io/rpc'],
+      wsUrls: ['wss://arb1.example.com/ws'],
+      indexerUrls: [],
+      addressFormat: catalog.find('ETH')!.addressFormat,
+      defaultConfirmations: 1,
+    });
+    expect(catalog.find('arbitrum')).toBe(catalog.find('ARB'));
+    // Its addresses are validated like every EVM network's.
+    const lower = '0xd8da6bf26964af9d7eed9e03e53415d37aa96045';
+    expect(normalizeAddress(catalog.find('ARB')!.family, lower)).toEqual({
+      ok: true,
+      address: '0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045',
+    });
+
+    // BSC: only the rpc changes; everything else stays built in.
+    const bsc = catalog.find('BSC')!;
+    const builtIn = loadNetworks({}).find('BSC')!;
+    expect(bsc).toEqual({ ...builtIn, rpcUrls: ['https://bsc.internal.example:8545'] });
+  });
+
+  test('environment variables win over the config file', () => {
+    const file = configFile({ networks: { BSC: { rpc: 'https://from-file.example' } } });
+    const catalog = loadNetworks({ LEDGERHOOK_CONFIG: file, LEDGERHOOK_RPC_BSC: 'https://from-env.example' });
+    expect(catalog.find('BSC')!.rpcUrls).toEqual(['https://from-env.example']);
+  });
+
+  test('a network added by file takes its environment overrides too', () => {
+    const file = configFile({
+      networks: { ARB: { family: 'evm', chainId: 42161, symbol: 'ETH', rpc: 'https://a.example' } },
+    });
+    const catalog = loadNetworks({ LEDGERHOOK_CONFIG: file, LEDGERHOOK_RPC_ARB: 'http://127.0.0.1:9999' });
+    expect(catalog.find('ARB')!.rpcUrls).toEqual(['http://127.0.0.1:9999']);
+  });
+
+  test('custom confirmations and decimals are kept', () => {
+    const file = configFile({
+      networks: {
+        LTC: { family: 'bitcoin', symbol: 'LTC', decimals: 8, rpc: 'https://ltc.example', confirmations: 6 },
+      },
+    });
+    const ltc = loadNetworks({ LEDGERHOOK_CONFIG: file }).find('LTC')!;
+    expect(ltc).toMatchObject({ family: 'bitcoin', symbol: 'LTC', decimals: 8, defaultConfirmations: 6 });
+    expect(ltc.chainId).toBeUndefined();
+  });
+
+  test.each([
+    ['no family', { NEWNET: { chainId: 10, symbol: 'ETH', rpc: 'https://x.example' } }, /family/],
+    [
+      'an unknown family',
+      { NEWNET: { family: 'cosmos', symbol: 'ATOM', rpc: 'https://x.example' } },
+      /family/,
+    ],
+    ['no chainId (EVM)', { NEWNET: { family: 'evm', symbol: 'ETH', rpc: 'https://x.example' } }, /chainId/],
+    [
+      'a chainId that is not a positive integer',
+      { NEWNET: { family: 'evm', chainId: -3, symbol: 'ETH', rpc: 'https://x.example' } },
+      /chainId/,
+    ],
+    ['no rpc', { NEWNET: { family: 'evm', chainId: 10, symbol: 'ETH' } }, /rpc/],
+    ['an empty rpc list', { NEWNET: { family: 'evm', chainId: 10, symbol: 'ETH', rpc: [] } }, /rpc/],
+    ['no symbol', { NEWNET: { family: 'evm', chainId: 10, rpc: 'https://x.example' } }, /symbol/],
+    [
+      'an invalid name',
+      { 'bad name!': { family: 'evm', chainId: 10, symbol: 'ETH', rpc: 'https://x.example' } },
+      /named/,
+    ],
+  ])(
+    'a new network with %s is a ConfigError naming LEDGERHOOK_CONFIG and the network',
+    (_, networks, problem) => {
+      const file = configFile({ networks });
+      const err = configError(() => loadNetworks({ LEDGERHOOK_CONFIG: file }));
+      expect(err.variable).toMatch(/^LEDGERHOOK_CONFIG networks\./);
+      expect(err.variable).toContain(Object.keys(networks)[0]!);
+      expect(err.message).toMatch(problem);
+    },
+  );
+
+  test.each([
+    ['rpc', { rpc: 'not-a-url' }],
+    ['ws', { ws: ['wss://ok.example', 'no'] }],
+    ['rpc', { rpc: 'gopher://old.example' }],
+    ['rpc', { rpc: 42 }],
+  ])('an invalid %s URL is a ConfigError naming the field', (field, spec) => {
+    const file = configFile({ networks: { ETH: spec } });
+    const err = configError(() => loadNetworks({ LEDGERHOOK_CONFIG: file }));
+    expect(err.variable).toBe(`LEDGERHOOK_CONFIG networks.ETH.${field}`);
+  });
+
+  test('an unreadable file is a ConfigError naming LEDGERHOOK_CONFIG', () => {
+    const err = configError(() => loadNetworks({ LEDGERHOOK_CONFIG: path.join(dir, 'missing.json') }));
+    expect(err.variable).toBe('LEDGERHOOK_CONFIG');
+    expect(err.message).toMatch(/^LEDGERHOOK_CONFIG /);
+    // A directory cannot be read as a file either.
+    expect(configError(() => loadNetworks({ LEDGERHOOK_CONFIG: dir })).variable).toBe('LEDGERHOOK_CONFIG');
+  });
+
+  test('a file that is not JSON is a ConfigError naming LEDGERHOOK_CONFIG', () => {
+    const file = configFile('{ "networks": ');
+    expect(configError(() => loadNetworks({ LEDGERHOOK_CONFIG: file })).variable).toBe('LEDGERHOOK_CONFIG');
+  });
+
+  test.each([
+    ['null', 'LEDGERHOOK_CONFIG'],
+    ['[1, 2]', 'LEDGERHOOK_CONFIG'],
+    ['{"networks": ["ARB"]}', 'LEDGERHOOK_CONFIG networks'],
+    ['{"networks": {"ARB": null}}', 'LEDGERHOOK_CONFIG networks.ARB'],
+    ['{"networks": {"ARB": "evm"}}', 'LEDGERHOOK_CONFIG networks.ARB'],
+    ['{"networks": {"ETH": {"aliases": "ETHER"}}}', 'LEDGERHOOK_CONFIG networks.ETH.aliases'],
+    ['{"networks": {"ETH": {"aliases": [7]}}}', 'LEDGERHOOK_CONFIG networks.ETH.aliases'],
+    ['{"networks": {"ETH": {"symbol": 5}}}', 'LEDGERHOOK_CONFIG networks.ETH.symbol'],
+    ['{"networks": {"ETH": {"decimals": "18"}}}', 'LEDGERHOOK_CONFIG networks.ETH.decimals'],
+    ['{"networks": {"ETH": {"confirmations": 0}}}', 'LEDGERHOOK_CONFIG networks.ETH.confirmations'],
+    ['{"networks": {"ETH": {"confirmations": 1.5}}}', 'LEDGERHOOK_CONFIG networks.ETH.confirmations'],
+  ])('a malformed file %s is a ConfigError naming %s, never a TypeError', (content, variable) => {
+    const file = configFile(content);
+    expect(configError(() => loadNetworks({ LEDGERHOOK_CONFIG: file })).variable).toBe(variable);
+  });
+
+  test('networks from the file carry no stray fields', () => {
+    const file = configFile({ networks: { ETH: { confirmations: 3 } } });
+    const eth = loadNetworks({ LEDGERHOOK_CONFIG: file }).find('ETH')!;
+    expect(eth.defaultConfirmations).toBe(3);
+    expect(Object.keys(eth).sort()).toEqual(Object.keys(loadNetworks({}).find('ETH')!).sort());
+  });
+
+  test('a file without networks leaves the built-in catalog', () => {
+    const file = configFile({});
+    expect(loadNetworks({ LEDGERHOOK_CONFIG: file }).list()).toEqual(loadNetworks({}).list());
+  });
+});
