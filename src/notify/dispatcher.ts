@@ -222,8 +222,11 @@ export function createDispatcher(options: DispatcherOptions) {
       const status = response.statusCode;
       return {
         statusCode: status,
-        // PostgreSQL text cannot hold NUL characters.
-        responseBody: Buffer.concat(chunks).toString('utf8').replaceAll('\u0000', ''),
+        // A character cut in two at the limit is dropped (stream mode holds back an incomplete
+        // trailing sequence), so the kept text stays within the limit. PostgreSQL text cannot hold NUL.
+        responseBody: new TextDecoder()
+          .decode(Buffer.concat(chunks), { stream: true })
+          .replaceAll('\u0000', ''),
         error: null,
         retryAfterMs:
           status === 429 || status === 503
@@ -348,12 +351,19 @@ export function createDispatcher(options: DispatcherOptions) {
   async function record(batch: Completion[]): Promise<void> {
     const ids = batch.map((c) => c.id);
     await db.transaction(async (tx) => {
-      await tx.execute(sql`
+      // Only rows this worker still holds are updated (a lease lost to another dispatcher, or a
+      // manual resend, wins); a retry for a subscription disabled meanwhile fails at once.
+      const updated = await tx.execute(sql`
         UPDATE notifications n SET
-          state = CASE WHEN v.outcome = 'retry' THEN 'pending' ELSE v.outcome END,
+          state = CASE
+            WHEN v.outcome <> 'retry' THEN v.outcome
+            WHEN s.status <> 'active' OR s.deleted_at IS NOT NULL THEN 'failed'
+            ELSE 'pending' END,
           attempts = n.attempts + v.counted,
           schedule_step = v.step,
-          next_attempt_at = CASE WHEN v.delay_ms IS NULL THEN NULL ELSE now() + v.delay_ms * interval '1 millisecond' END,
+          next_attempt_at = CASE
+            WHEN v.delay_ms IS NULL OR s.status <> 'active' OR s.deleted_at IS NOT NULL THEN NULL
+            ELSE now() + v.delay_ms * interval '1 millisecond' END,
           delivered_at = CASE WHEN v.outcome = 'delivered' THEN now() ELSE n.delivered_at END,
           last_status_code = coalesce(v.status_code, n.last_status_code),
           last_error = v.error,
@@ -362,10 +372,13 @@ export function createDispatcher(options: DispatcherOptions) {
         FROM unnest(${list(ids)}::uuid[], ${list(batch.map((c) => c.outcome))}::text[], ${list(batch.map((c) => (c.attempt ? 1 : 0)))}::int[],
                     ${list(batch.map((c) => c.scheduleStep))}::int[], ${list(batch.map((c) => c.delayMs))}::bigint[],
                     ${list(batch.map((c) => c.statusCode))}::int[], ${list(batch.map((c) => c.error))}::text[])
-          AS v(id, outcome, counted, step, delay_ms, status_code, error)
-        WHERE n.id = v.id AND n.locked_by = ${workerId}`);
+          AS v(id, outcome, counted, step, delay_ms, status_code, error),
+          subscriptions s
+        WHERE n.id = v.id AND s.id = n.subscription_id AND n.locked_by = ${workerId}
+        RETURNING n.id`);
+      const held = new Set(rowsOf<{ id: string }>(updated).map((r) => r.id));
 
-      const attempts = batch.filter((c) => c.attempt);
+      const attempts = batch.filter((c) => c.attempt && held.has(c.id));
       if (attempts.length > 0) {
         await tx.execute(sql`
           INSERT INTO delivery_attempts (id, notification_id, attempt_number, trigger, started_at, duration_ms,
@@ -474,7 +487,9 @@ export function createDispatcher(options: DispatcherOptions) {
       if (running) return;
       running = true;
       if (options.releaseAllClaimsOnStart) {
-        await db.execute(sql`UPDATE notifications SET locked_by = NULL, locked_until = NULL WHERE locked_by IS NOT NULL`);
+        await db.execute(
+          sql`UPDATE notifications SET locked_by = NULL, locked_until = NULL WHERE locked_by IS NOT NULL`,
+        );
       }
       unlisten = await store.listen(OUTBOX_CHANNEL, wake);
       loopDone = loop();

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { and, desc, eq, gte, inArray, isNull, lt, type SQL } from 'drizzle-orm';
+import { and, desc, eq, gte, inArray, isNull, lt, or, type SQL, sql } from 'drizzle-orm';
 import { v7 as uuidv7 } from 'uuid';
 import { normalizeAddress } from '../chains/addresses.js';
 import type { Network, NetworkCatalog } from '../chains/networks.js';
@@ -81,6 +81,9 @@ export interface UrlChecker {
   /** Rejects URLs that are not http(s) or that resolve to addresses we will not call. */
   checkUrl(url: string): Promise<void>;
 }
+
+/** Not held by a dispatcher right now (no claim, or one whose lease ran out). */
+const unclaimed = or(isNull(notifications.lockedUntil), lt(notifications.lockedUntil, sql`now()`))!;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -450,8 +453,9 @@ export function createSubscriptions(deps: {
         throw new ConflictError('Its subscription was deleted');
       });
       if (sub.status !== 'active') throw new ConflictError('The subscription is disabled; enable it first');
-      await db.transaction(async (tx) => {
-        await tx
+      const rearmed = await db.transaction(async (tx) => {
+        // A delivery in flight keeps its claim; resending it now would race with its result.
+        const rows = await tx
           .update(notifications)
           .set({
             state: 'pending',
@@ -461,9 +465,15 @@ export function createSubscriptions(deps: {
             lockedBy: null,
             lockedUntil: null,
           })
-          .where(eq(notifications.id, row.id));
-        await signalOutbox(tx);
+          .where(and(eq(notifications.id, row.id), unclaimed))
+          .returning({ id: notifications.id });
+        if (rows.length > 0) await signalOutbox(tx);
+        return rows.length > 0;
       });
+      if (!rearmed)
+        throw new ConflictError(
+          'A delivery of this notification is in progress; try again when it has finished',
+        );
       return { id: row.id, state: 'pending' };
     },
 
@@ -487,6 +497,7 @@ export function createSubscriptions(deps: {
               eq(notifications.subscriptionId, id),
               eq(notifications.state, 'failed'),
               gte(notifications.createdAt, since),
+              unclaimed,
             ),
           )
           .returning({ id: notifications.id });
