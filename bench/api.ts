@@ -2,22 +2,31 @@
 // registry get, against fastify's hello world measured in the same run on the same machine.
 // The load generator (autocannon) runs here; each server runs as its own child process, one at a time.
 // Usage: npm run bench:api [-- --duration 10 --warmup 2 --connections 10 --log-level warn]
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
-import { fileURLToPath } from 'node:url';
-import { parseArgs, promisify } from 'node:util';
+import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const TOKEN = /lh_[A-Za-z0-9_-]{32}/;
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-/** Used on PostgreSQL when LEDGERHOOK_MASTER_KEY is unset, so repeated runs on one database agree. */
-const BENCH_MASTER_KEY = crypto.createHash('sha256').update('ledgerhook-bench-api').digest('hex');
+import {
+  benchMasterKey,
+  cleanEnv,
+  databaseUrlOption,
+  fixed,
+  formatTable,
+  freePort,
+  logLevelOption,
+  machineLine,
+  makeTempDir,
+  numberOption,
+  percent,
+  processCpuSeconds,
+  redact,
+  runMain,
+  type Server,
+  serverToken,
+  startServer,
+  stopServer,
+  waitUntilServing,
+} from './lib.js';
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -54,153 +63,13 @@ function readOptions(): Options {
     );
     process.exit(0);
   }
-  const num = (flag: string | undefined, env: string, fallback: number, min: number): number => {
-    const raw = flag ?? process.env[env];
-    if (raw === undefined || raw === '') return fallback;
-    const value = Number(raw);
-    if (!Number.isFinite(value) || value < min)
-      throw new Error(`${env} must be a number >= ${min}, got "${raw}"`);
-    return value;
-  };
-  const logLevel = values['log-level'] ?? process.env.BENCH_LOG_LEVEL ?? 'warn';
-  if (!LOG_LEVELS.includes(logLevel)) throw new Error(`log level must be one of ${LOG_LEVELS.join(', ')}`);
   return {
-    duration: num(values.duration, 'BENCH_DURATION', 10, 1),
-    warmup: num(values.warmup, 'BENCH_WARMUP', 2, 0),
-    connections: Math.floor(num(values.connections, 'BENCH_CONNECTIONS', 10, 1)),
-    logLevel,
-    databaseUrl: process.env.DATABASE_URL?.trim() || undefined,
+    duration: numberOption(values.duration, 'BENCH_DURATION', 10, 1),
+    warmup: numberOption(values.warmup, 'BENCH_WARMUP', 2, 0),
+    connections: Math.floor(numberOption(values.connections, 'BENCH_CONNECTIONS', 10, 1)),
+    logLevel: logLevelOption(values['log-level']),
+    databaseUrl: databaseUrlOption(),
   };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Child processes
-
-interface Server {
-  name: string;
-  proc: ChildProcess;
-  /** The first API token seen on stdout. */
-  token: string | undefined;
-  /** The last lines of stdout and stderr, for error reports. */
-  tail(): string;
-  exitCode: number | null | undefined;
-  exited: Promise<void>;
-}
-
-const running = new Set<ChildProcess>();
-const tempDirs = new Set<string>();
-
-/** Kills the servers still running and removes the temporary data directories, synchronously. */
-function cleanUp(): void {
-  for (const proc of running) {
-    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
-  }
-  for (const dir of tempDirs) fs.rmSync(dir, { recursive: true, force: true });
-  tempDirs.clear();
-}
-process.on('exit', cleanUp);
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => process.exit(130));
-}
-
-function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env = { ...process.env };
-  for (const name of [
-    'DATABASE_URL',
-    'LEDGERHOOK_DATA_DIR',
-    'LEDGERHOOK_MASTER_KEY',
-    'PORT',
-    'HOST',
-    'LOG_LEVEL',
-  ])
-    delete env[name];
-  return { ...env, HOST: '127.0.0.1', ...extra };
-}
-
-function startServer(name: string, args: string[], env: NodeJS.ProcessEnv): Server {
-  const proc = spawn(process.execPath, ['--import', 'tsx', ...args], {
-    cwd: ROOT,
-    env,
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  running.add(proc);
-  const lines: string[] = [];
-  const keep = (line: string) => {
-    lines.push(line);
-    if (lines.length > 40) lines.shift();
-  };
-  const server: Server = {
-    name,
-    proc,
-    token: undefined,
-    tail: () => lines.join('\n'),
-    exitCode: undefined,
-    exited: new Promise((resolve) => {
-      proc.on('exit', (code, signal) => {
-        server.exitCode = code ?? (signal ? -1 : null);
-        running.delete(proc);
-        resolve();
-      });
-    }),
-  };
-  readline.createInterface({ input: proc.stdout! }).on('line', (line) => {
-    if (server.token === undefined) server.token = TOKEN.exec(line)?.[0];
-    keep(line);
-  });
-  readline.createInterface({ input: proc.stderr! }).on('line', keep);
-  return server;
-}
-
-async function stopServer(server: Server): Promise<void> {
-  if (server.exitCode !== undefined) return;
-  server.proc.kill('SIGTERM');
-  const timer = setTimeout(() => server.proc.kill('SIGKILL'), 10_000);
-  await server.exited;
-  clearTimeout(timer);
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.on('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as net.AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
-/** Polls `url` until it answers 200; fails at once if the server process exits. */
-async function waitUntilServing(server: Server, url: string, timeoutMs = 90_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (server.exitCode !== undefined) {
-      throw new Error(`${server.name} exited (code ${server.exitCode}) before serving:\n${server.tail()}`);
-    }
-    try {
-      const res = await fetch(url);
-      await res.arrayBuffer();
-      if (res.status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline)
-      throw new Error(`${server.name} did not serve ${url} in time:\n${server.tail()}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
-/** CPU seconds (user + system) used so far by `pid`, or undefined where /proc is unavailable. */
-const CLOCK_TICKS = 100; // USER_HZ, 100 on Linux for all mainstream architectures
-function processCpuSeconds(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
-  } catch {
-    return undefined;
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -373,27 +242,6 @@ const CREATE_BODY = JSON.stringify({
   ],
 });
 
-function redact(databaseUrl: string): string {
-  try {
-    const url = new URL(databaseUrl);
-    if (url.password) url.password = '***';
-    return url.toString();
-  } catch {
-    return '(unparseable DATABASE_URL)';
-  }
-}
-
-async function createToken(env: NodeJS.ProcessEnv): Promise<string> {
-  const { stdout } = await promisify(execFile)(
-    process.execPath,
-    ['--import', 'tsx', 'src/main.ts', 'token', 'create', '--account', 'bench'],
-    { cwd: ROOT, env },
-  );
-  const token = TOKEN.exec(stdout)?.[0];
-  if (!token) throw new Error(`ledgerhook token create printed no token:\n${stdout}`);
-  return token;
-}
-
 async function benchHello(options: Options, label: string): Promise<Row> {
   const port = await freePort();
   const server = startServer(
@@ -421,7 +269,7 @@ async function benchLedgerhook(options: Options, dataDir: string): Promise<{ row
     ...(options.databaseUrl
       ? {
           DATABASE_URL: options.databaseUrl,
-          LEDGERHOOK_MASTER_KEY: process.env.LEDGERHOOK_MASTER_KEY?.trim() || BENCH_MASTER_KEY,
+          LEDGERHOOK_MASTER_KEY: benchMasterKey('ledgerhook-bench-api'),
         }
       : {}),
   });
@@ -429,13 +277,8 @@ async function benchLedgerhook(options: Options, dataDir: string): Promise<{ row
   try {
     const base = `http://127.0.0.1:${port}`;
     await waitUntilServing(server, `${base}/healthz`);
-    // The first start of a database prints the default account's token before listening; a
-    // database that already has accounts (PostgreSQL used before) prints none, so issue one.
-    const printDeadline = Date.now() + 1_000;
-    while (server.token === undefined && Date.now() < printDeadline) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    const token = server.token ?? (await createToken(env));
+    // PostgreSQL used before has accounts already, and prints no token: one is issued then.
+    const token = await serverToken(server, env);
     // PGlite keeps its files under the data directory; PostgreSQL leaves it holding only master.key.
     const backend = fs.existsSync(path.join(dataDir, 'pglite')) ? 'pglite' : 'postgres';
     if ((backend === 'postgres') !== (options.databaseUrl !== undefined)) {
@@ -468,8 +311,7 @@ async function benchLedgerhook(options: Options, dataDir: string): Promise<{ row
   }
 }
 
-function formatTable(rows: Row[], reference: Row): string {
-  const fixed = (value: number, digits: number) => (Number.isFinite(value) ? value.toFixed(digits) : '-');
+function formatRows(rows: Row[], reference: Row): string {
   const header = [
     'route',
     'req/s',
@@ -486,20 +328,11 @@ function formatTable(rows: Row[], reference: Row): string {
     fixed(r.p50, 2),
     fixed(r.p99, 2),
     fixed(r.reqPerSec / reference.reqPerSec, 3),
-    r.serverCpu === undefined ? '-' : `${Math.round(r.serverCpu)}%`,
-    `${Math.round(r.clientCpu)}%`,
+    percent(r.serverCpu),
+    percent(r.clientCpu),
     r.unexpectedTotal.toString(),
   ]);
-  const table = [header, ...body];
-  const widths = header.map((_, i) => Math.max(...table.map((cells) => cells[i]!.length)));
-  return table
-    .map((cells) =>
-      cells
-        .map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!)))
-        .join('  ')
-        .trimEnd(),
-    )
-    .join('\n');
+  return formatTable(header, body);
 }
 
 async function main(): Promise<void> {
@@ -508,47 +341,33 @@ async function main(): Promise<void> {
   const estimate = 4 * (options.warmup + options.duration);
   process.stdout.write(
     `bench:api: ${backendWanted}; ${options.connections} connections, ${options.warmup} s warm-up + ${options.duration} s measured per route (~${estimate} s of load); ` +
-      `${os.cpus().length} CPUs, load average ${os
-        .loadavg()
-        .map((l) => l.toFixed(2))
-        .join(' ')}\n`,
+      `${machineLine()}\n`,
   );
 
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledgerhook-bench-'));
-  tempDirs.add(dataDir);
-  try {
-    // The reference brackets the Ledgerhook routes: its two runs differing much means the machine
-    // was busy with something else meanwhile, and the ratios are only as good as that spread.
-    const before = await benchHello(options, 'hello-world (before)');
-    const { rows, backend } = await benchLedgerhook(options, dataDir);
-    const after = await benchHello(options, 'hello-world (after)');
-    const hello = combine('hello-world (reference)', before, after);
-    const spread = Math.abs(before.reqPerSec - after.reqPerSec) / hello.reqPerSec;
-    const unexpected = [hello, ...rows].filter((r) => r.unexpectedTotal > 0);
-    process.stdout.write(
-      [
-        '',
-        `backend: ${backend}${options.databaseUrl ? ` (${redact(options.databaseUrl)})` : ' (embedded)'}`,
-        `connections: ${options.connections}, duration: ${options.duration} s per route after ${options.warmup} s warm-up, server LOG_LEVEL: ${options.logLevel}`,
-        formatTable([hello, ...rows], hello),
-        `reference: mean of hello-world before (${Math.round(before.reqPerSec)} req/s) and after (${Math.round(after.reqPerSec)} req/s) the Ledgerhook routes, ` +
-          `spread ${(spread * 100).toFixed(0)}%${spread > 0.15 ? ': the machine was busy, treat the ratios as rough' : ''}`,
-        ...unexpected.map((r) => `unexpected responses for ${r.label}: ${JSON.stringify(r.unexpected)}`),
-        'req/s: responses (any status) per second measured; p50/p99: latency of responses with the expected status',
-        '(hello-world 200, create 201, get 200); cpu: percent of one core used by the server process',
-        '(PGlite runs inside it; a PostgreSQL server does not) and by this load-generating process.',
-        '',
-      ].join('\n'),
-    );
-  } finally {
-    cleanUp();
-  }
+  const dataDir = makeTempDir('ledgerhook-bench-');
+  // The reference brackets the Ledgerhook routes: its two runs differing much means the machine
+  // was busy with something else meanwhile, and the ratios are only as good as that spread.
+  const before = await benchHello(options, 'hello-world (before)');
+  const { rows, backend } = await benchLedgerhook(options, dataDir);
+  const after = await benchHello(options, 'hello-world (after)');
+  const hello = combine('hello-world (reference)', before, after);
+  const spread = Math.abs(before.reqPerSec - after.reqPerSec) / hello.reqPerSec;
+  const unexpected = [hello, ...rows].filter((r) => r.unexpectedTotal > 0);
+  process.stdout.write(
+    [
+      '',
+      `backend: ${backend}${options.databaseUrl ? ` (${redact(options.databaseUrl)})` : ' (embedded)'}`,
+      `connections: ${options.connections}, duration: ${options.duration} s per route after ${options.warmup} s warm-up, server LOG_LEVEL: ${options.logLevel}`,
+      formatRows([hello, ...rows], hello),
+      `reference: mean of hello-world before (${Math.round(before.reqPerSec)} req/s) and after (${Math.round(after.reqPerSec)} req/s) the Ledgerhook routes, ` +
+        `spread ${(spread * 100).toFixed(0)}%${spread > 0.15 ? ': the machine was busy, treat the ratios as rough' : ''}`,
+      ...unexpected.map((r) => `unexpected responses for ${r.label}: ${JSON.stringify(r.unexpected)}`),
+      'req/s: responses (any status) per second measured; p50/p99: latency of responses with the expected status',
+      '(hello-world 200, create 201, get 200); cpu: percent of one core used by the server process',
+      '(PGlite runs inside it; a PostgreSQL server does not) and by this load-generating process.',
+      '',
+    ].join('\n'),
+  );
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    process.stderr.write(`\nbench:api failed: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1); // the exit handler kills the servers
-  },
-);
+runMain('bench:api', main); // cleans up: kills the servers, removes the data directory

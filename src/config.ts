@@ -132,9 +132,17 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
   };
   // The lease must outlive any request, so a live dispatcher never loses a claim to another.
   const minimumLease = config.deliveryTimeoutMs + config.connectTimeoutMs + 1_000;
-  config.dispatchLeaseMs = readDuration(env, 'LEDGERHOOK_DISPATCH_LEASE', Math.max(60_000, 4 * config.deliveryTimeoutMs), 1);
+  config.dispatchLeaseMs = readDuration(
+    env,
+    'LEDGERHOOK_DISPATCH_LEASE',
+    Math.max(60_000, 4 * config.deliveryTimeoutMs),
+    1,
+  );
   if (config.dispatchLeaseMs < minimumLease) {
-    throw new ConfigError('LEDGERHOOK_DISPATCH_LEASE', `must exceed the delivery and connect timeouts (at least ${minimumLease} ms)`);
+    throw new ConfigError(
+      'LEDGERHOOK_DISPATCH_LEASE',
+      `must exceed the delivery and connect timeouts (at least ${minimumLease} ms)`,
+    );
   }
   return config;
 }

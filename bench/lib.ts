@@ -1,0 +1,346 @@
+// Helpers shared by the benchmarks: child processes (started one way, always cleaned up), ports,
+// CPU accounting from /proc, option parsing and table printing.
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+export const ROOT = fileURLToPath(new URL('..', import.meta.url));
+export const TOKEN = /lh_[A-Za-z0-9_-]{32}/;
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** A fixed master key per benchmark, used on PostgreSQL when LEDGERHOOK_MASTER_KEY is unset. */
+export function benchMasterKey(name: string): string {
+  return process.env.LEDGERHOOK_MASTER_KEY?.trim() || crypto.createHash('sha256').update(name).digest('hex');
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+// ---------------------------------------------------------------------------------------------
+// Options
+
+/** A numeric option from its flag, else its environment variable, else `fallback`. */
+export function numberOption(flag: string | undefined, env: string, fallback: number, min: number): number {
+  const raw = flag ?? process.env[env];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw.replaceAll('_', ''));
+  if (!Number.isFinite(value) || value < min)
+    throw new Error(`${env} must be a number >= ${min}, got "${raw}"`);
+  return value;
+}
+
+export function logLevelOption(flag: string | undefined): string {
+  const logLevel = flag ?? process.env.BENCH_LOG_LEVEL ?? 'warn';
+  if (!LOG_LEVELS.includes(logLevel)) throw new Error(`log level must be one of ${LOG_LEVELS.join(', ')}`);
+  return logLevel;
+}
+
+export function databaseUrlOption(): string | undefined {
+  return process.env.DATABASE_URL?.trim() || undefined;
+}
+
+export function redact(databaseUrl: string): string {
+  try {
+    const url = new URL(databaseUrl);
+    if (url.password) url.password = '***';
+    return url.toString();
+  } catch {
+    return '(unparseable DATABASE_URL)';
+  }
+}
+
+export function machineLine(): string {
+  return `${os.cpus().length} CPUs, load average ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cleaning up: children killed and temporary directories removed on exit, error and signals
+
+const running = new Set<ChildProcess>();
+const tempDirs = new Set<string>();
+const asyncCleanups: Array<() => Promise<void>> = [];
+
+/** Kills the children still running and removes the temporary directories, synchronously. */
+export function cleanUp(): void {
+  for (const proc of running) {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+  }
+  for (const dir of tempDirs) fs.rmSync(dir, { recursive: true, force: true });
+  tempDirs.clear();
+}
+
+/** Registers work that needs the event loop (dropping a database); run by `finish` and on signals. */
+export function onCleanup(cleanup: () => Promise<void>): void {
+  asyncCleanups.push(cleanup);
+}
+
+/**
+ * Runs the asynchronous clean-ups (each at most 10 s, newest first), then the synchronous ones.
+ * Called from several places (end of the run, a failure, a signal): all get the same promise, so
+ * nobody exits while another is still dropping a database.
+ */
+let finishing: Promise<void> | undefined;
+export function finish(): Promise<void> {
+  finishing ??= (async () => {
+    cleanUp(); // children first: a database cannot be dropped while they hold it
+    for (const cleanup of asyncCleanups.splice(0).reverse()) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        cleanup().catch((err: unknown) =>
+          process.stderr.write(`clean-up failed: ${err instanceof Error ? err.message : String(err)}\n`),
+        ),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, 10_000);
+        }),
+      ]);
+      clearTimeout(timer);
+    }
+    cleanUp();
+  })();
+  return finishing;
+}
+
+let interrupted = false;
+process.on('exit', cleanUp);
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    if (!interrupted) process.stderr.write(`\n${signal}: cleaning up\n`);
+    interrupted = true;
+    finish().finally(() => process.exit(130));
+  });
+}
+
+export function makeTempDir(prefix: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  tempDirs.add(dir);
+  return dir;
+}
+
+/** Runs `main`, cleans up, and exits 0, or 1 after printing why it failed. */
+export function runMain(name: string, main: () => Promise<void>): void {
+  main().then(
+    () => finish().finally(() => process.exit(0)),
+    (err: unknown) => {
+      if (interrupted) return; // the signal handler finishes and exits
+      process.stderr.write(`\n${name} failed: ${err instanceof Error ? err.message : String(err)}\n`);
+      finish().finally(() => process.exit(1));
+    },
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child processes
+
+export interface Server {
+  name: string;
+  proc: ChildProcess;
+  /** The first API token seen on stdout. */
+  token: string | undefined;
+  /** The last lines of stdout and stderr, for error reports. */
+  tail(): string;
+  exitCode: number | null | undefined;
+  exited: Promise<void>;
+}
+
+/** The environment without the variables that choose a database, key, address or log level. */
+export function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const name of [
+    'DATABASE_URL',
+    'LEDGERHOOK_DATA_DIR',
+    'LEDGERHOOK_MASTER_KEY',
+    'LEDGERHOOK_ROLES',
+    'LEDGERHOOK_DISPATCH_CONCURRENCY',
+    'PORT',
+    'HOST',
+    'LOG_LEVEL',
+  ])
+    delete env[name];
+  return { ...env, HOST: '127.0.0.1', ...extra };
+}
+
+/** `node [nodeArgs] --import tsx ...args` in the repository, with stdin piped (and IPC if asked). */
+export function startServer(
+  name: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  options: { ipc?: boolean; nodeArgs?: string[] } = {},
+): Server {
+  const proc = spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', ...args], {
+    cwd: ROOT,
+    env,
+    stdio: options.ipc ? ['pipe', 'pipe', 'pipe', 'ipc'] : ['pipe', 'pipe', 'pipe'],
+  });
+  running.add(proc);
+  const lines: string[] = [];
+  const keep = (line: string) => {
+    lines.push(line);
+    if (lines.length > 40) lines.shift();
+  };
+  const server: Server = {
+    name,
+    proc,
+    token: undefined,
+    tail: () => lines.join('\n'),
+    exitCode: undefined,
+    exited: new Promise((resolve) => {
+      proc.on('exit', (code, signal) => {
+        server.exitCode = code ?? (signal ? -1 : null);
+        running.delete(proc);
+        resolve();
+      });
+    }),
+  };
+  readline.createInterface({ input: proc.stdout! }).on('line', (line) => {
+    if (server.token === undefined) server.token = TOKEN.exec(line)?.[0];
+    keep(line);
+  });
+  readline.createInterface({ input: proc.stderr! }).on('line', keep);
+  return server;
+}
+
+export async function stopServer(server: Server): Promise<void> {
+  if (server.exitCode !== undefined) return;
+  server.proc.kill('SIGTERM');
+  const timer = setTimeout(() => server.proc.kill('SIGKILL'), 10_000);
+  await server.exited;
+  clearTimeout(timer);
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.on('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** Polls `url` until it answers 200; fails at once if the server process exits. */
+export async function waitUntilServing(server: Server, url: string, timeoutMs = 90_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (server.exitCode !== undefined) {
+      throw new Error(`${server.name} exited (code ${server.exitCode}) before serving:\n${server.tail()}`);
+    }
+    try {
+      const res = await fetch(url);
+      await res.arrayBuffer();
+      if (res.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline)
+      throw new Error(`${server.name} did not serve ${url} in time:\n${server.tail()}`);
+    await sleep(100);
+  }
+}
+
+/** Issues an API token with `ledgerhook token create` (for a database that already has accounts). */
+export async function createToken(env: NodeJS.ProcessEnv): Promise<string> {
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ['--import', 'tsx', 'src/main.ts', 'token', 'create', '--account', 'bench'],
+    { cwd: ROOT, env },
+  );
+  const token = TOKEN.exec(stdout)?.[0];
+  if (!token) throw new Error(`ledgerhook token create printed no token:\n${stdout}`);
+  return token;
+}
+
+/** The token a first start printed, or a new one when the database already had accounts. */
+export async function serverToken(server: Server, env: NodeJS.ProcessEnv): Promise<string> {
+  // The first start of a database prints the default account's token before listening; a
+  // database that already has accounts prints none, so issue one.
+  const printDeadline = Date.now() + 1_000;
+  while (server.token === undefined && Date.now() < printDeadline) await sleep(50);
+  return server.token ?? (await createToken(env));
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPU accounting
+
+const CLOCK_TICKS = 100; // USER_HZ, 100 on Linux for all mainstream architectures
+
+function statCpuSeconds(stat: string): number {
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
+/** CPU seconds (user + system) used so far by `pid`, or undefined where /proc is unavailable. */
+export function processCpuSeconds(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    return statCpuSeconds(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * CPU seconds used so far by every process of this host named `comm` (e.g. all `postgres`
+ * processes), per pid so that a difference counts only processes alive at both readings.
+ */
+export function commCpuSeconds(comm: string): Map<number, number> | undefined {
+  const result = new Map<number, number>();
+  let entries: string[];
+  try {
+    entries = fs.readdirSync('/proc');
+  } catch {
+    return undefined;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === comm) {
+        result.set(Number(entry), statCpuSeconds(stat));
+      }
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return result;
+}
+
+/** CPU seconds used between two `commCpuSeconds` readings (processes started meanwhile count in full). */
+export function commCpuDelta(
+  before: Map<number, number> | undefined,
+  after: Map<number, number> | undefined,
+) {
+  if (!before || !after) return undefined;
+  let sum = 0;
+  for (const [pid, seconds] of after) sum += seconds - (before.get(pid) ?? 0);
+  return sum;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output
+
+/** Columns separated by two spaces; the first left-aligned, the others right-aligned. */
+export function formatTable(header: string[], rows: string[][]): string {
+  const table = [header, ...rows];
+  const widths = header.map((_, i) => Math.max(...table.map((cells) => (cells[i] ?? '').length)));
+  return table
+    .map((cells) =>
+      cells
+        .map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!)))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}
+
+export const fixed = (value: number, digits: number) =>
+  Number.isFinite(value) ? value.toFixed(digits) : '-';
+export const percent = (value: number | undefined) => (value === undefined ? '-' : `${Math.round(value)}%`);
