@@ -7,7 +7,7 @@ import type { Envelope, Sealed } from '../secrets/envelope.js';
 import type { Db, Store } from '../store/db.js';
 import { OUTBOX_CHANNEL } from './outbox.js';
 import { parseRetryAfter, type RetryPolicy } from './retry-policy.js';
-import { signWebhook } from './signing.js';
+import { signWebhook, webhookKey } from './signing.js';
 
 /** What the dispatcher reports about each attempt, e.g. to Prometheus. */
 export interface DeliveryObserver {
@@ -45,6 +45,8 @@ export interface DispatcherOptions {
   now?: () => number;
 }
 
+const MAINTENANCE_INTERVAL_MS = 30_000;
+
 /** Sealing contexts of a subscription's secrets (shared with the subscription service). */
 export const secretContext = (subscriptionId: string) => `subscription:${subscriptionId}:secret`;
 export const tokenContext = (subscriptionId: string) => `subscription:${subscriptionId}:token`;
@@ -58,12 +60,19 @@ interface Job {
   armedBy: string;
   url: string;
   ack: string;
-  secret: Sealed;
-  previousSecret: Sealed | null;
-  previousSecretExpiresAt: Date | null;
-  callbackToken: Sealed;
+  /** Changes when the secret is rotated, so cached credentials are reloaded. */
+  credentialsVersion: string;
   subscriptionStatus: string;
   subscriptionDeleted: boolean;
+}
+
+/** A subscription's opened secrets, kept in memory between deliveries. */
+interface Credentials {
+  version: string;
+  signingKeys: Buffer[];
+  /** Signs beside the current key until then (a rotation's overlap). */
+  previousKeyUntil: number;
+  authorization: string;
 }
 
 type Outcome = 'delivered' | 'retry' | 'failed';
@@ -126,9 +135,13 @@ export function createDispatcher(options: DispatcherOptions) {
   const log = logger.child({ component: 'dispatcher', workerId });
 
   const inflight = new Set<Promise<void>>();
+  /** When deliveries in flight fall to this, the loop claims the next batch. */
+  const refillAt = concurrency - Math.max(1, Math.min(batchSize, Math.floor(concurrency / 4)));
+  /** Set while claims come back full, i.e. there is a backlog. */
+  let busySince: number | undefined;
+  let lastMaintenance = 0;
   const completions: Completion[] = [];
   const shutdown = new AbortController();
-  const secrets = new Map<string, string>();
   let running = false;
   let loopDone: Promise<void> | undefined;
   let wakeUp: (() => void) | undefined;
@@ -152,15 +165,35 @@ export function createDispatcher(options: DispatcherOptions) {
     });
   }
 
-  function open(sealed: Sealed, context: string): string {
-    const key = `${context}:${sealed.ciphertext}`;
-    let plain = secrets.get(key);
-    if (plain === undefined) {
-      plain = envelope.open(sealed, context);
-      if (secrets.size > 50_000) secrets.clear();
-      secrets.set(key, plain);
+  const credentials = new Map<string, Credentials>();
+
+  /** Opens the secrets of subscriptions whose cached credentials are missing or outdated. */
+  async function loadCredentials(jobs: Job[]): Promise<void> {
+    const stale = [
+      ...new Set(
+        jobs
+          .filter((j) => credentials.get(j.subscriptionId)?.version !== j.credentialsVersion)
+          .map((j) => j.subscriptionId),
+      ),
+    ];
+    if (stale.length === 0) return;
+    const result = await db.execute(sql`
+      SELECT id, secret, previous_secret, previous_secret_expires_at, callback_token
+      FROM subscriptions WHERE id = ANY(${list(stale)}::uuid[])`);
+    if (credentials.size > 50_000) credentials.clear();
+    for (const r of rowsOf<Record<string, unknown>>(result)) {
+      const id = r.id as string;
+      const expires = r.previous_secret_expires_at ? new Date(r.previous_secret_expires_at as string) : null;
+      const keys = [webhookKey(envelope.open(r.secret as Sealed, secretContext(id)))];
+      if (r.previous_secret)
+        keys.push(webhookKey(envelope.open(r.previous_secret as Sealed, secretContext(id))));
+      credentials.set(id, {
+        version: expires?.toISOString() ?? '',
+        signingKeys: keys,
+        previousKeyUntil: expires?.getTime() ?? 0,
+        authorization: `Bearer ${envelope.open(r.callback_token as Sealed, tokenContext(id))}`,
+      });
     }
-    return plain;
   }
 
   async function claim(limit: number): Promise<Job[]> {
@@ -178,9 +211,9 @@ export function createDispatcher(options: DispatcherOptions) {
       FROM due, subscriptions s
       WHERE n.id = due.id AND s.id = n.subscription_id
       RETURNING n.id, n.subscription_id, n.body, n.attempts, n.schedule_step, n.armed_by,
-        s.url, s.ack, s.secret, s.previous_secret, s.previous_secret_expires_at, s.callback_token,
-        s.status, s.deleted_at`);
-    return rowsOf<Record<string, unknown>>(result).map((r) => ({
+        s.url, s.ack, s.status, s.deleted_at IS NOT NULL AS deleted,
+        coalesce(to_char(s.previous_secret_expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), '') AS version`);
+    const jobs = rowsOf<Record<string, unknown>>(result).map((r) => ({
       id: r.id as string,
       subscriptionId: r.subscription_id as string,
       body: r.body as string,
@@ -189,15 +222,12 @@ export function createDispatcher(options: DispatcherOptions) {
       armedBy: r.armed_by as string,
       url: r.url as string,
       ack: r.ack as string,
-      secret: r.secret as Sealed,
-      previousSecret: (r.previous_secret as Sealed | null) ?? null,
-      previousSecretExpiresAt: r.previous_secret_expires_at
-        ? new Date(r.previous_secret_expires_at as string)
-        : null,
-      callbackToken: r.callback_token as Sealed,
+      credentialsVersion: r.version as string,
       subscriptionStatus: r.status as string,
-      subscriptionDeleted: r.deleted_at !== null && r.deleted_at !== undefined,
+      subscriptionDeleted: r.deleted === true,
     }));
+    await loadCredentials(jobs);
+    return jobs;
   }
 
   async function post(job: Job, headers: Record<string, string>): Promise<HttpResult> {
@@ -271,15 +301,14 @@ export function createDispatcher(options: DispatcherOptions) {
       scheduleFlush();
       return;
     }
-    const expiresAt = job.previousSecretExpiresAt?.getTime() ?? 0;
-    const signing = [open(job.secret, secretContext(job.subscriptionId))];
-    if (job.previousSecret && expiresAt > now())
-      signing.push(open(job.previousSecret, secretContext(job.subscriptionId)));
+    const creds = credentials.get(job.subscriptionId);
+    if (!creds) throw new Error(`no credentials loaded for subscription ${job.subscriptionId}`);
+    const keys = creds.previousKeyUntil > now() ? creds.signingKeys : creds.signingKeys.slice(0, 1);
     const headers: Record<string, string> = {
       'content-type': 'application/json',
-      authorization: `Bearer ${open(job.callbackToken, tokenContext(job.subscriptionId))}`,
+      authorization: creds.authorization,
       'user-agent': userAgent,
-      ...signWebhook(job.id, Math.floor(now() / 1000), job.body, signing),
+      ...signWebhook(job.id, Math.floor(now() / 1000), job.body, keys),
     };
     const startedAt = new Date(now());
     const result = await post(job, headers);
@@ -366,7 +395,10 @@ export function createDispatcher(options: DispatcherOptions) {
             ELSE now() + v.delay_ms * interval '1 millisecond' END,
           delivered_at = CASE WHEN v.outcome = 'delivered' THEN now() ELSE n.delivered_at END,
           last_status_code = coalesce(v.status_code, n.last_status_code),
-          last_error = v.error,
+          last_error = CASE
+            WHEN v.outcome = 'retry' AND s.deleted_at IS NOT NULL THEN 'subscription deleted'
+            WHEN v.outcome = 'retry' AND s.status <> 'active' THEN 'subscription disabled: ' || coalesce(s.disabled_reason, '')
+            ELSE v.error END,
           locked_by = NULL,
           locked_until = NULL
         FROM unnest(${list(ids)}::uuid[], ${list(batch.map((c) => c.outcome))}::text[], ${list(batch.map((c) => (c.attempt ? 1 : 0)))}::int[],
@@ -457,6 +489,7 @@ export function createDispatcher(options: DispatcherOptions) {
       let claimed: Job[] = [];
       if (capacity > 0) {
         try {
+          await maintain();
           claimed = await claim(Math.min(batchSize, capacity));
         } catch (err) {
           if (!running) break;
@@ -464,20 +497,38 @@ export function createDispatcher(options: DispatcherOptions) {
           await sleep(pollIntervalMs);
           continue;
         }
+        if (claimed.length === Math.min(batchSize, capacity)) busySince ??= now();
+        else busySince = undefined;
       }
       for (const job of claimed) {
         const task: Promise<void> = handle(job)
           .catch((err) => log.error({ err, notification: job.id }, 'delivery crashed'))
           .finally(() => {
             inflight.delete(task);
-            if (inflight.size === concurrency - 1) wake();
+            if (inflight.size === refillAt) wake();
           });
         inflight.add(task);
       }
-      const full = concurrency - inflight.size <= 0;
-      if (full) await sleep(pollIntervalMs);
+      // Under load, claim again only once a batch worth of room is free: one claim per finished
+      // delivery would spend the database on claims of a row or two.
+      if (inflight.size > refillAt) await sleep(pollIntervalMs);
       else if (claimed.length < Math.min(batchSize, capacity)) await sleep(await untilNextDue());
     }
+  }
+
+  /**
+   * Keeps the claim query on its index: after a burst of inserts, stale statistics make the
+   * planner read and sort the whole backlog. PGlite has no autovacuum, so it is vacuumed here too.
+   */
+  async function maintain(): Promise<void> {
+    const at = now();
+    if (busySince === undefined || at - lastMaintenance < MAINTENANCE_INTERVAL_MS) return;
+    lastMaintenance = at;
+    const started = now();
+    await db.execute(
+      store.kind === 'pglite' ? sql`VACUUM (ANALYZE) notifications` : sql`ANALYZE notifications`,
+    );
+    log.debug({ ms: now() - started }, 'outbox statistics refreshed');
   }
 
   return {

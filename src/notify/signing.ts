@@ -7,7 +7,8 @@ export function newWebhookSecret(): string {
   return SECRET_PREFIX + crypto.randomBytes(32).toString('base64');
 }
 
-function keyOf(secret: string): Buffer {
+/** The HMAC key inside a `whsec_` secret. */
+export function webhookKey(secret: string): Buffer {
   return Buffer.from(
     secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret,
     'base64',
@@ -28,12 +29,14 @@ export function signWebhook(
   id: string,
   timestampSeconds: number,
   body: string,
-  secrets: readonly string[],
+  /** `whsec_` secrets, or their keys already decoded with `webhookKey`. */
+  secrets: readonly (string | Buffer)[],
 ): SignedHeaders {
   const content = `${id}.${timestampSeconds}.${body}`;
-  const signatures = secrets.map(
-    (s) => `v1,${crypto.createHmac('sha256', keyOf(s)).update(content).digest('base64')}`,
-  );
+  const signatures = secrets.map((s) => {
+    const key = typeof s === 'string' ? webhookKey(s) : s;
+    return `v1,${crypto.createHmac('sha256', key).update(content).digest('base64')}`;
+  });
   return {
     'webhook-id': id,
     'webhook-timestamp': String(timestampSeconds),
