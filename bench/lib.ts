@@ -1,6 +1,6 @@
 // Helpers shared by the benchmarks: child processes (started one way, always cleaned up), ports,
 // CPU accounting from /proc, option parsing and table printing.
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -167,14 +167,32 @@ export function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, HOST: '127.0.0.1', ...extra };
 }
 
-/** `node [nodeArgs] --import tsx ...args` in the repository, with stdin piped (and IPC if asked). */
+let built = false;
+
+/**
+ * Ledgerhook is measured as shipped: compiled (`npm run build`, as `npm start` does), not through
+ * tsx, whose loader and source maps would be measured too.
+ */
+function runnable(args: string[]): string[] {
+  if (args[0] !== 'src/main.ts') return ['--import', 'tsx', ...args];
+  if (!built) {
+    execFileSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
+      cwd: ROOT,
+      stdio: 'inherit',
+    });
+    built = true;
+  }
+  return ['dist/main.js', ...args.slice(1)];
+}
+
+/** `node [nodeArgs] <script> ...args` in the repository (Ledgerhook compiled, the rest through tsx). */
 export function startServer(
   name: string,
   args: string[],
   env: NodeJS.ProcessEnv,
   options: { ipc?: boolean; nodeArgs?: string[] } = {},
 ): Server {
-  const proc = spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', ...args], {
+  const proc = spawn(process.execPath, [...(options.nodeArgs ?? []), ...runnable(args)], {
     cwd: ROOT,
     env,
     stdio: options.ipc ? ['pipe', 'pipe', 'pipe', 'ipc'] : ['pipe', 'pipe', 'pipe'],
