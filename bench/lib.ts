@@ -176,10 +176,14 @@ let built = false;
 function runnable(args: string[]): string[] {
   if (args[0] !== 'src/main.ts') return ['--import', 'tsx', ...args];
   if (!built) {
-    execFileSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
-      cwd: ROOT,
-      stdio: 'inherit',
-    });
+    execFileSync(
+      process.execPath,
+      [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
+      {
+        cwd: ROOT,
+        stdio: 'inherit',
+      },
+    );
     built = true;
   }
   return ['dist/main.js', ...args.slice(1)];

@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import { and, asc, count, eq, isNull, sql } from 'drizzle-orm';
 import { v7 as uuidv7 } from 'uuid';
 import { NotFoundError, ValidationError } from '../errors.js';
+import { isUuid } from '../http/pagination.js';
 import type { Db } from '../store/db.js';
 import { accounts, apiTokens } from './schema.js';
 
@@ -121,7 +122,7 @@ export function createAccounts(deps: { db: Db; now?: () => Date }) {
 
     /** Revokes a token at once; revoking it again is harmless. */
     async revokeToken(id: string): Promise<TokenInfo> {
-      if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) {
+      if (!isUuid(id)) {
         throw new NotFoundError(`No token with id ${id}`);
       }
       await db

@@ -1,6 +1,7 @@
 import { and, asc, count, desc, eq, gt, lt, type SQL } from 'drizzle-orm';
 import { v7 as uuidv7 } from 'uuid';
 import { NotFoundError, ServerMisconfiguredError, ValidationError } from '../errors.js';
+import { decodeCursor, isUuid, type Page, toPage } from '../http/pagination.js';
 import { canonicalJson, type Idempotency } from '../idempotency/service.js';
 import { enqueueNotifications, newNotificationId } from '../notify/outbox.js';
 import { type Envelope, EnvelopeKeyMismatchError } from '../secrets/envelope.js';
@@ -62,29 +63,9 @@ export interface FolderView {
   created_at: string;
 }
 
-export interface Page<T> {
-  data: T[];
-  next_cursor: string | null;
-}
-
 export const CREATE_SCOPE = 'POST /api/v1/registry/create';
 
 type RegistryRow = typeof registries.$inferSelect;
-
-function encodeCursor(value: string): string {
-  return Buffer.from(value, 'utf8').toString('base64url');
-}
-
-function decodeCursor(cursor: string, check: (value: string) => boolean): string {
-  const value = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!check(value))
-    throw new ValidationError('Invalid cursor', [
-      { parameter: 'cursor', detail: 'is not a cursor this API returned' },
-    ]);
-  return value;
-}
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export function createRegistries(deps: {
   db: Db;
@@ -237,7 +218,7 @@ export function createRegistries(deps: {
     },
 
     async get(accountId: string, id: string): Promise<RegistryView> {
-      const [row] = UUID.test(id)
+      const [row] = isUuid(id)
         ? await db
             .select()
             .from(registries)
@@ -254,25 +235,14 @@ export function createRegistries(deps: {
     ): Promise<Page<RegistryView>> {
       const conditions: SQL[] = [eq(registries.accountId, accountId)];
       if (query.folderId !== undefined) conditions.push(eq(registries.folderId, query.folderId));
-      if (query.cursor !== undefined)
-        conditions.push(
-          lt(
-            registries.id,
-            decodeCursor(query.cursor, (v) => UUID.test(v)),
-          ),
-        );
+      if (query.cursor !== undefined) conditions.push(lt(registries.id, decodeCursor(query.cursor)));
       const rows = await db
         .select()
         .from(registries)
         .where(and(...conditions))
         .orderBy(desc(registries.id))
         .limit(query.limit + 1);
-      const page = rows.slice(0, query.limit);
-      const last = page.at(-1);
-      return {
-        data: page.map(toView),
-        next_cursor: rows.length > query.limit && last ? encodeCursor(last.id) : null,
-      };
+      return toPage(rows, query.limit, (r) => r.id, toView);
     },
 
     /** Folders by name, with how many registries each holds. */
@@ -303,16 +273,16 @@ export function createRegistries(deps: {
         .groupBy(folders.accountId, folders.folderId, folders.createdAt)
         .orderBy(asc(folders.folderId))
         .limit(query.limit + 1);
-      const page = rows.slice(0, query.limit);
-      const last = page.at(-1);
-      return {
-        data: page.map((r) => ({
+      return toPage(
+        rows,
+        query.limit,
+        (r) => r.folderId,
+        (r) => ({
           folder_id: r.folderId,
           registry_count: Number(r.registryCount),
           created_at: r.createdAt.toISOString(),
-        })),
-        next_cursor: rows.length > query.limit && last ? encodeCursor(last.folderId) : null,
-      };
+        }),
+      );
     },
   };
 }

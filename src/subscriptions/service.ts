@@ -4,6 +4,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { normalizeAddress } from '../chains/addresses.js';
 import type { Network, NetworkCatalog } from '../chains/networks.js';
 import { ConflictError, type FieldError, NotFoundError, ValidationError } from '../errors.js';
+import { decodeCursor, isUuid, toPage } from '../http/pagination.js';
 import { secretContext, tokenContext } from '../notify/dispatcher.js';
 import { enqueueNotifications, newNotificationId, signalOutbox } from '../notify/outbox.js';
 import { deliveryAttempts, notifications } from '../notify/schema.js';
@@ -85,20 +86,7 @@ export interface UrlChecker {
 /** Not held by a dispatcher right now (no claim, or one whose lease ran out). */
 const unclaimed = or(isNull(notifications.lockedUntil), lt(notifications.lockedUntil, sql`now()`))!;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
-
-function encodeCursor(id: string): string {
-  return Buffer.from(id, 'utf8').toString('base64url');
-}
-function decodeCursor(cursor: string): string {
-  const id = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!UUID.test(id))
-    throw new ValidationError('Invalid cursor', [
-      { parameter: 'cursor', detail: 'is not a cursor this API returned' },
-    ]);
-  return id;
-}
 
 /** Transaction ids shaped as each family writes them (hex hash, base32 id, base58 signature). */
 const SAMPLE_TX_ID: Record<Network['family'], string> = {
@@ -166,7 +154,7 @@ export function createSubscriptions(deps: {
   }
 
   async function owned(accountId: string, id: string): Promise<SubscriptionRow> {
-    const [row] = UUID.test(id)
+    const [row] = isUuid(id)
       ? await db
           .select()
           .from(subscriptions)
@@ -289,11 +277,7 @@ export function createSubscriptions(deps: {
         .where(and(...conditions))
         .orderBy(desc(subscriptions.id))
         .limit(query.limit + 1);
-      const page = rows.slice(0, query.limit);
-      return {
-        data: page.map(toView),
-        next_cursor: rows.length > query.limit ? encodeCursor(page.at(-1)!.id) : null,
-      };
+      return toPage(rows, query.limit, (r) => r.id, toView);
     },
 
     async get(accountId: string, id: string): Promise<SubscriptionView> {
@@ -423,26 +407,30 @@ export function createSubscriptions(deps: {
         });
         byNotification.set(a.notificationId, list);
       }
-      const data: NotificationView[] = page.map((n) => ({
-        id: n.id,
-        subscriptionId: n.subscriptionId,
-        eventType: n.eventType,
-        state: n.state,
-        attemptCount: n.attempts,
-        nextAttemptAt: n.state === 'pending' ? iso(n.nextAttemptAt) : null,
-        lastStatusCode: n.lastStatusCode,
-        lastError: n.lastError,
-        createdAt: n.createdAt.toISOString(),
-        deliveredAt: iso(n.deliveredAt),
-        payload: JSON.parse(n.body) as unknown,
-        attempts: byNotification.get(n.id) ?? [],
-      }));
-      return { data, next_cursor: rows.length > query.limit ? encodeCursor(page.at(-1)!.id) : null };
+      return toPage(
+        rows,
+        query.limit,
+        (n) => n.id,
+        (n): NotificationView => ({
+          id: n.id,
+          subscriptionId: n.subscriptionId,
+          eventType: n.eventType,
+          state: n.state,
+          attemptCount: n.attempts,
+          nextAttemptAt: n.state === 'pending' ? iso(n.nextAttemptAt) : null,
+          lastStatusCode: n.lastStatusCode,
+          lastError: n.lastError,
+          createdAt: n.createdAt.toISOString(),
+          deliveredAt: iso(n.deliveredAt),
+          payload: JSON.parse(n.body) as unknown,
+          attempts: byNotification.get(n.id) ?? [],
+        }),
+      );
     },
 
     /** Delivers one notification again as a new attempt, whatever its state, with a fresh retry schedule. */
     async resend(accountId: string, notificationId: string): Promise<{ id: string; state: string }> {
-      const [row] = UUID.test(notificationId)
+      const [row] = isUuid(notificationId)
         ? await db
             .select({ id: notifications.id, subscriptionId: notifications.subscriptionId })
             .from(notifications)
