@@ -54,6 +54,8 @@ interface Options {
   backends: Backend[];
   /** Write a V8 CPU profile of each delivering Ledgerhook process into this directory. */
   cpuProf: string | undefined;
+  /** Ledgerhook processes delivering on PostgreSQL: the first with all roles, the rest `--role dispatcher`. */
+  dispatchers: number;
 }
 
 function readOptions(): Options {
@@ -65,6 +67,7 @@ function readOptions(): Options {
       backends: { type: 'string' },
       'log-level': { type: 'string' },
       'cpu-prof': { type: 'string' },
+      dispatchers: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -76,6 +79,8 @@ function readOptions(): Options {
         '                     (BENCH_NOTIFICATIONS, default 20000)',
         '  --warmup N         unmeasured notifications and POSTs before each (BENCH_WARMUP, default 2000)',
         '  --concurrency N    LEDGERHOOK_DISPATCH_CONCURRENCY, and raw POSTs in flight (BENCH_CONCURRENCY, default 256)',
+        '  --dispatchers N    processes delivering on PostgreSQL, the extra ones with --role dispatcher',
+        '                     (BENCH_DISPATCHERS, default 1)',
         '  --backends LIST    pglite,postgres (BENCH_BACKENDS; default pglite, plus postgres with DATABASE_URL)',
         '  --log-level L      LOG_LEVEL of Ledgerhook (BENCH_LOG_LEVEL, default warn)',
         '  --cpu-prof DIR     write a V8 CPU profile of each delivering Ledgerhook process to DIR (BENCH_CPU_PROF)',
@@ -102,6 +107,7 @@ function readOptions(): Options {
     notifications: Math.floor(numberOption(values.notifications, 'BENCH_NOTIFICATIONS', 20_000, 1)),
     warmup: Math.floor(numberOption(values.warmup, 'BENCH_WARMUP', 2_000, 0)),
     concurrency: Math.floor(numberOption(values.concurrency, 'BENCH_CONCURRENCY', 256, 1)),
+    dispatchers: Math.floor(numberOption(values.dispatchers, 'BENCH_DISPATCHERS', 1, 1)),
     logLevel: logLevelOption(values['log-level']),
     databaseUrl,
     backends: backends as Backend[],
@@ -641,7 +647,7 @@ async function createScratchDatabase(
  * in another process would. Timed from the commit of the measured batch.
  */
 async function benchPostgres(options: Options, receiver: Receiver): Promise<LedgerhookResult> {
-  const label = 'postgres';
+  const label = options.dispatchers > 1 ? `postgres (${options.dispatchers} processes)` : 'postgres';
   const scratch = await createScratchDatabase(options.databaseUrl!);
   const local = isLoopback(options.databaseUrl!);
   try {
@@ -662,6 +668,18 @@ async function benchPostgres(options: Options, receiver: Receiver): Promise<Ledg
       const base = `http://127.0.0.1:${port}`;
       await waitUntilServing(server, `${base}/healthz`);
       const subs = await subscribeAll(base, await serverToken(server, env), receiver, options);
+      // Scaling out as documented: more processes with the dispatcher role on the same database.
+      for (let n = 2; n <= options.dispatchers; n++) {
+        const extraPort = await freePort();
+        const extra = startServer(
+          `ledgerhook dispatcher ${n}`,
+          ['src/main.ts', 'serve'],
+          { ...env, PORT: String(extraPort), LEDGERHOOK_ROLES: 'dispatcher' },
+          { nodeArgs: nodeArgs(options, 'postgres') },
+        );
+        onCleanup(() => stopServer(extra));
+        await waitUntilServing(extra, `http://127.0.0.1:${extraPort}/healthz`);
+      }
 
       if (subs.warmup) {
         process.stdout.write(`  ${label}: ${options.warmup} warm-up... `);

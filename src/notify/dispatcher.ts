@@ -3,6 +3,7 @@ import os from 'node:os';
 import { sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { type Dispatcher, request } from 'undici';
+import { v7 as uuidv7 } from 'uuid';
 import type { Envelope, Sealed } from '../secrets/envelope.js';
 import type { Db, Store } from '../store/db.js';
 import { OUTBOX_CHANNEL } from './outbox.js';
@@ -445,7 +446,7 @@ export function createDispatcher(options: DispatcherOptions) {
         SELECT a.id, a.notification_id, a.attempt_number, a.trigger, a.started_at, a.duration_ms, a.status_code,
                a.error, a.response_body, a.outcome,
                CASE WHEN a.delay_ms IS NULL THEN NULL ELSE now() + a.delay_ms * interval '1 millisecond' END
-        FROM unnest(${list(attempts.map(() => crypto.randomUUID()))}::uuid[], ${list(attempts.map((c) => c.id))}::uuid[],
+        FROM unnest(${list(attempts.map(() => uuidv7()))}::uuid[], ${list(attempts.map((c) => c.id))}::uuid[],
                     ${list(attempts.map((c) => c.attempt!.number))}::int[], ${list(attempts.map((c) => c.attempt!.trigger))}::text[],
                     ${list(attempts.map((c) => c.attempt!.startedAt.toISOString()))}::timestamptz[],
                     ${list(attempts.map((c) => c.attempt!.durationMs))}::int[], ${list(attempts.map((c) => c.attempt!.statusCode))}::int[],
