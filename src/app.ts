@@ -19,6 +19,8 @@ import { type Db, openStore, type Store } from './store/db.js';
 import { acquireDataDirLock, type DataDirLock } from './store/lock.js';
 import { settings } from './store/schema.js';
 import { createSubscriptions } from './subscriptions/service.js';
+import { createAddressIndex } from './watch/address-index.js';
+import { createWatcher, type Watcher } from './watch/watcher.js';
 
 export const PGLITE_SUBDIR = 'pglite';
 
@@ -93,6 +95,8 @@ export interface RunningApp {
 }
 
 export interface StartOptions {
+  /** Networks to follow from the start, with or without subscriptions (the devnet). */
+  alwaysFollow?: string[];
   logger?: Logger;
   /** Where the first-start token is shown; the console by default. */
   announceToken?: (issued: IssuedToken) => void;
@@ -149,11 +153,13 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       connectTimeoutMs: config.connectTimeoutMs,
     });
     closers.push(() => egress.close());
+    let watcher: Watcher | undefined;
     const subscriptions = createSubscriptions({
       db: store.db,
       envelope,
       networks: config.networks,
       urls: { checkUrl: async (url) => void (await egress.checkUrl(url)) },
+      onChange: (change) => watcher?.onSubscriptionChange(change),
     });
     const registries = createRegistries({ db: store.db, envelope, idempotency, callbacks: subscriptions });
 
@@ -183,6 +189,21 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       closers.push(() => started.stop());
     }
 
+    if (config.roles.has('watcher')) {
+      const networks = config.networks;
+      watcher = createWatcher({
+        db: store.db,
+        networks,
+        index: createAddressIndex((name) => networks.find(name)?.family),
+        logger,
+        pollIntervalMs: config.watchPollIntervalMs,
+        alwaysFollow: options.alwaysFollow,
+      });
+      await watcher.start();
+      const started = watcher;
+      closers.push(() => started.stop());
+    }
+
     // Every role serves health, readiness and metrics; the API role adds /api/v1.
     const http = await createHttpServer({
       logger,
@@ -192,6 +213,7 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       serveApi: config.roles.has('api'),
       metrics,
       checkReady: () => store.ping(),
+      watchStatus: () => watcher?.status() ?? [],
       bodyLimit: config.bodyLimit,
       version: packageVersion(),
     });

@@ -36,6 +36,8 @@ export interface Config {
   dispatchConcurrency: number;
   /** How long a claimed notification is held before another dispatcher may take it. */
   dispatchLeaseMs: number;
+  /** How often followers ask their node for a new head. */
+  watchPollIntervalMs: number;
   pollIntervalMs: number;
 }
 
@@ -129,6 +131,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     dispatchConcurrency: readInt(env, 'LEDGERHOOK_DISPATCH_CONCURRENCY', 256, 1, 10_000),
     pollIntervalMs: readDuration(env, 'LEDGERHOOK_POLL_INTERVAL', 1_000, 10),
     dispatchLeaseMs: 0,
+    watchPollIntervalMs: readDuration(env, 'LEDGERHOOK_WATCH_POLL_INTERVAL', 2_000, 10),
   };
   // The lease must outlive any request, so a live dispatcher never loses a claim to another.
   const minimumLease = config.deliveryTimeoutMs + config.connectTimeoutMs + 1_000;

@@ -6,17 +6,22 @@ import {
   announceTokenOnConsole,
   openConfiguredStore,
   packageVersion,
+  type RunningApp,
   StartupError,
   startApp,
 } from './app.js';
+import { startAnvil } from './chains/evm/anvil.js';
+import { loadNetworks } from './chains/networks.js';
 import { type Config, ConfigError, loadConfig, parseRoles } from './config.js';
 import { AppError } from './errors.js';
+import { parseAllowCidrs } from './notify/egress.js';
 import { DataDirInUseError, dataDirHolder } from './store/lock.js';
 
 const HELP = `Usage: ledgerhook <command> [options]
 
 Commands:
-  serve [--role ROLE]            run the service (default); roles: api, dispatcher, watcher (default all)
+  serve [--role ROLE] [--devnet] run the service (default); roles: api, dispatcher, watcher (default all);
+                                 --devnet also starts a local anvil chain as network DEVNET
   migrate                        apply database migrations and exit
   token create [--account NAME]  issue an API token (creating the account if new); the token is the last line
   token list                     list API tokens (never their secrets)
@@ -39,8 +44,52 @@ function oneLine(err: unknown): string | undefined {
   return undefined;
 }
 
-async function serve(config: Config): Promise<void> {
-  const app = await startApp(config, { announceToken: announceTokenOnConsole });
+/**
+ * `--devnet`: a local anvil chain registered as network DEVNET, loopback callbacks allowed, so
+ * everything can be tried offline. Returns what to stop on shutdown.
+ */
+async function startDevnet(config: Config): Promise<{ stop: () => Promise<void> }> {
+  const anvil = await startAnvil();
+  config.networks = loadNetworks(process.env, [
+    {
+      name: 'DEVNET',
+      aliases: [],
+      family: 'evm',
+      chainId: anvil.chainId,
+      symbol: 'ETH',
+      decimals: 18,
+      rpcUrls: [anvil.rpcUrl],
+      wsUrls: [anvil.wsUrl],
+      indexerUrls: [],
+    },
+  ]);
+  config.allowCidrs = [...config.allowCidrs, ...parseAllowCidrs('127.0.0.0/8,::1/128')];
+  if (!process.env.LEDGERHOOK_WATCH_POLL_INTERVAL) config.watchPollIntervalMs = 250;
+  const keys = anvil.accounts
+    .slice(0, 4)
+    .map((a, i) => `  (${i}) ${a.address}  private key ${a.privateKey}`)
+    .join('\n');
+  process.stdout.write(
+    `\nDevnet: a local anvil chain (chain id ${anvil.chainId}) is network DEVNET.\n` +
+      `  RPC ${anvil.rpcUrl}   WebSocket ${anvil.wsUrl}\n` +
+      `Funded test accounts (10000 ETH each):\n${keys}\n` +
+      'Callbacks to loopback addresses are allowed.\n\n',
+  );
+  return anvil;
+}
+
+async function serve(config: Config, devnet: boolean): Promise<void> {
+  const chain = devnet ? await startDevnet(config) : undefined;
+  let app: RunningApp;
+  try {
+    app = await startApp(config, {
+      announceToken: announceTokenOnConsole,
+      alwaysFollow: devnet ? ['DEVNET'] : [],
+    });
+  } catch (err) {
+    await chain?.stop();
+    throw err;
+  }
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {
@@ -48,13 +97,16 @@ async function serve(config: Config): Promise<void> {
     }
     stopping = true;
     app.http.log.info({ signal }, 'shutting down');
-    app.close().then(
-      () => process.exit(0),
-      (err) => {
-        app.http.log.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+    app
+      .close()
+      .then(() => chain?.stop())
+      .then(
+        () => process.exit(0),
+        (err) => {
+          app.http.log.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
@@ -104,6 +156,7 @@ async function main(argv: string[]): Promise<number> {
     options: {
       account: { type: 'string' },
       role: { type: 'string', multiple: true },
+      devnet: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean' },
     },
@@ -122,7 +175,7 @@ async function main(argv: string[]): Promise<number> {
   if (values.role) config.roles = parseRoles(values.role.join(','), '--role');
   switch (command) {
     case 'serve':
-      await serve(config);
+      await serve(config, values.devnet === true);
       return -1; // keeps running
     case 'migrate': {
       const { store, lock } = await openConfiguredStore(config);

@@ -26,7 +26,7 @@ export interface Network {
   defaultConfirmations: number;
 }
 
-type NetworkDefaults = Omit<Network, 'addressFormat' | 'defaultConfirmations'>;
+export type NetworkDefaults = Omit<Network, 'addressFormat' | 'defaultConfirmations'>;
 
 const ADDRESS_FORMATS: Record<Family, string> = {
   evm: '0x followed by 40 hex characters (EIP-55 checksum if mixed case)',

@@ -7,6 +7,7 @@ import { registerRegistryRoutes } from '../registry/routes.js';
 import type { Registries } from '../registry/service.js';
 import { registerSubscriptionRoutes } from '../subscriptions/routes.js';
 import type { Subscriptions } from '../subscriptions/service.js';
+import type { FollowerStatus } from '../watch/follower.js';
 import { requireBearerToken } from './auth.js';
 import type { Metrics } from './metrics.js';
 import { registerProblemHandling, sendProblem } from './problem.js';
@@ -29,6 +30,8 @@ export interface HttpServerDeps {
   metrics: Metrics;
   /** Resolves when the database answers; rejects otherwise. */
   checkReady: () => Promise<void>;
+  /** The followers' state, shown by /readyz (an unreachable node does not make the API unready). */
+  watchStatus?: () => FollowerStatus[];
   bodyLimit: number;
   version: string;
 }
@@ -96,8 +99,22 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
       schema: {
         ...open,
         summary: 'Readiness: the database answers',
+        description:
+          'Ready when the database answers. `networks` shows each chain follower: last block processed, node head, and the last error while its node is unreachable (which does not make the API unready).',
         response: {
-          200: Type.Object({ status: Type.String(), database: Type.String() }),
+          200: Type.Object({
+            status: Type.String(),
+            database: Type.String(),
+            networks: Type.Array(
+              Type.Object({
+                network: Type.String(),
+                height: Type.Union([Type.Integer(), Type.Null()]),
+                head: Type.Union([Type.Integer(), Type.Null()]),
+                healthy: Type.Boolean(),
+                lastError: Type.Union([Type.String(), Type.Null()]),
+              }),
+            ),
+          }),
           503: { $ref: 'Problem#' },
         },
       },
@@ -105,7 +122,7 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
     async (request, reply) => {
       try {
         await deps.checkReady();
-        return { status: 'ready', database: 'ok' };
+        return { status: 'ready', database: 'ok', networks: deps.watchStatus?.() ?? [] };
       } catch (err) {
         request.log.warn({ err }, 'readiness check failed');
         return sendProblem(reply, 503, 'not_ready', 'The database does not answer');

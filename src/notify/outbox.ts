@@ -15,10 +15,18 @@ export interface NewNotification {
   /** The exact JSON to send. */
   body: string;
   dedupeKey?: string;
-  /** 'failed' records a notification for a disabled subscription: kept, replayable, not sent. */
-  state?: 'pending' | 'failed';
+  /**
+   * 'held' waits for confirmations (see `releaseHeight`); 'failed' records a notification for a
+   * disabled subscription: kept, replayable, not sent.
+   */
+  state?: 'pending' | 'held' | 'failed';
   lastError?: string;
   armedBy?: string;
+  /** Where a chain notification's transfer was seen. */
+  chain?: string;
+  blockNumber?: number;
+  blockHash?: string;
+  releaseHeight?: number;
 }
 
 /** Time-ordered, so the delivery log pages by id. */
@@ -52,6 +60,10 @@ export async function enqueueNotifications(
         lastError: n.lastError ?? null,
         nextAttemptAt: (n.state ?? 'pending') === 'pending' ? now : null,
         createdAt: now,
+        chain: n.chain ?? null,
+        blockNumber: n.blockNumber ?? null,
+        blockHash: n.blockHash ?? null,
+        releaseHeight: n.releaseHeight ?? null,
       })),
     )
     .onConflictDoNothing({ target: [notifications.subscriptionId, notifications.dedupeKey] })

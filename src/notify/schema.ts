@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { index, integer, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { bigint, index, integer, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { subscriptions } from '../subscriptions/schema.js';
 
 const at = (name: string) => timestamp(name, { withTimezone: true, precision: 3, mode: 'date' });
@@ -21,7 +21,10 @@ export const notifications = pgTable(
     body: text('body').notNull(),
     /** Producer's key for "the same notification" (e.g. tx + transfer), so replays insert nothing. */
     dedupeKey: text('dedupe_key'),
-    /** pending | delivered | failed */
+    /**
+     * pending | delivered | failed, or held (waiting for confirmations) | cancelled (its block left
+     * the canonical chain before it was sent).
+     */
     state: text('state').notNull().default('pending'),
     /** Attempts made in all. */
     attempts: integer('attempts').notNull().default(0),
@@ -36,11 +39,19 @@ export const notifications = pgTable(
     lastError: text('last_error'),
     createdAt: at('created_at').notNull(),
     deliveredAt: at('delivered_at'),
+    /** For chain notifications: where the transfer was seen, to withdraw it if that block is orphaned. */
+    chain: text('chain'),
+    blockNumber: bigint('block_number', { mode: 'number' }),
+    blockHash: text('block_hash'),
+    /** A held notification becomes pending once the chain's head reaches this height. */
+    releaseHeight: bigint('release_height', { mode: 'number' }),
   },
   (t) => [
     index('notifications_due_idx').on(t.nextAttemptAt).where(sql`state = 'pending'`),
     index('notifications_subscription_idx').on(t.subscriptionId, t.id),
     uniqueIndex('notifications_dedupe_idx').on(t.subscriptionId, t.dedupeKey),
+    index('notifications_block_idx').on(t.chain, t.blockHash).where(sql`chain IS NOT NULL`),
+    index('notifications_held_idx').on(t.chain, t.releaseHeight).where(sql`state = 'held'`),
   ],
 );
 

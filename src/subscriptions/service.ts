@@ -11,6 +11,7 @@ import { deliveryAttempts, notifications } from '../notify/schema.js';
 import { newWebhookSecret } from '../notify/signing.js';
 import type { Envelope } from '../secrets/envelope.js';
 import type { Db } from '../store/db.js';
+import type { SubscriptionChange } from './events.js';
 import { subscriptions } from './schema.js';
 
 export const ADDRESS_TRANSACTION = 'ADDRESS_TRANSACTION';
@@ -126,7 +127,7 @@ export function createSubscriptions(deps: {
   networks: NetworkCatalog;
   urls: UrlChecker;
   /** Called after a change that the watchers' in-memory address index must follow. */
-  onChange?: () => void;
+  onChange?: (change: SubscriptionChange) => void;
   now?: () => Date;
 }) {
   const { db, envelope, networks, urls } = deps;
@@ -241,7 +242,17 @@ export function createSubscriptions(deps: {
         },
         input.callbackToken,
       );
-      deps.onChange?.();
+      deps.onChange?.({
+        type: 'upsert',
+        subscription: {
+          id: created.id,
+          accountId,
+          network: net.name,
+          address: address!,
+          confirmations: input.confirmations ?? net.defaultConfirmations,
+          mempool: input.mempool ?? net.family === 'evm',
+        },
+      });
       return created;
     },
 
@@ -294,7 +305,7 @@ export function createSubscriptions(deps: {
           .set({ state: 'failed', nextAttemptAt: null, lastError: 'subscription deleted' })
           .where(and(eq(notifications.subscriptionId, id), eq(notifications.state, 'pending')));
       });
-      deps.onChange?.();
+      deps.onChange?.({ type: 'remove', id });
     },
 
     /** Re-enables a disabled subscription; its failed notifications can then be recovered. */
@@ -304,7 +315,6 @@ export function createSubscriptions(deps: {
         .update(subscriptions)
         .set({ status: 'active', disabledReason: null, disabledAt: null, failingSince: null })
         .where(eq(subscriptions.id, id));
-      deps.onChange?.();
       return toView(await owned(accountId, id));
     },
 

@@ -1,5 +1,5 @@
 import pino from 'pino';
-import { type RunningApp, startApp } from '../../src/app.js';
+import { type RunningApp, type StartOptions, startApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { type Backend, createTestEnvironment, type TestEnvironment } from './env.js';
 
@@ -47,11 +47,13 @@ export const TEST_SERVICE_ENV: Record<string, string> = {
 export async function startTestApp(
   backend: Backend,
   extraEnv: Record<string, string> = {},
+  startOptions: Pick<StartOptions, 'alwaysFollow'> = {},
 ): Promise<TestApp> {
   const environment = await createTestEnvironment(backend);
   const config = loadConfig({ ...environment.env, ...TEST_SERVICE_ENV, ...extraEnv });
   let token = '';
   const app = await startApp(config, {
+    ...startOptions,
     logger: pino({ level: 'silent' }),
     announceToken: (issued) => {
       token = issued.token;

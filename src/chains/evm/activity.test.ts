@@ -1,0 +1,577 @@
+import {
+  type Abi,
+  BlockNotFoundError,
+  createPublicClient,
+  createTestClient,
+  encodeAbiParameters,
+  getAddress,
+  type Hex,
+  http,
+  pad,
+  parseEther,
+  type TransactionReceipt,
+  zeroAddress,
+} from 'viem';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type AnvilClients,
+  anvilClients,
+  artifact,
+  type ContractName,
+  type DevWallet,
+  deploy,
+  mined,
+  type RpcProxy,
+  startRpcProxy,
+} from '../../../test/helpers/anvil.js';
+import {
+  type ActivityReceipt,
+  createTokenInfoCache,
+  extractTransfers,
+  fetchBlockActivity,
+  formatAmount,
+  TRANSFER_BATCH_TOPIC,
+  TRANSFER_SINGLE_TOPIC,
+  TRANSFER_TOPIC,
+} from './activity.js';
+import { type Anvil, startAnvil } from './anvil.js';
+import type { EvmTransfer } from './types.js';
+
+let anvil: Anvil;
+let clients: AnvilClients;
+let proxy: RpcProxy;
+const contracts = {} as Record<'token' | 'nft' | 'multi', Hex>;
+
+const account = (i: number): Hex => anvil.accounts[i]!.address;
+const wallet = (i: number): DevWallet => clients.wallets[i]!;
+
+/** Calls a test contract's function from a dev account and waits for the receipt. */
+function call(
+  from: number,
+  name: ContractName,
+  address: Hex,
+  functionName: string,
+  args: readonly unknown[],
+  options: { value?: bigint; gas?: bigint } = {},
+): Promise<TransactionReceipt> {
+  const abi: Abi = artifact(name).abi;
+  return mined(
+    clients.publicClient,
+    wallet(from).writeContract({ address, abi, functionName, args, ...options }),
+  );
+}
+
+const activityOf = (receipt: TransactionReceipt) =>
+  fetchBlockActivity(clients.publicClient, receipt.blockNumber);
+
+/** A transfer as expected from a receipt of a transaction alone in its block (or at its index). */
+function expected(receipt: TransactionReceipt, transfer: Partial<EvmTransfer>): EvmTransfer {
+  return {
+    txHash: receipt.transactionHash,
+    txIndex: receipt.transactionIndex,
+    logIndex: null,
+    batchIndex: 0,
+    kind: 'native',
+    token: null,
+    from: zeroAddress,
+    to: zeroAddress,
+    value: 0n,
+    tokenId: null,
+    ...transfer,
+  };
+}
+
+beforeAll(async () => {
+  anvil = await startAnvil();
+  clients = anvilClients(anvil);
+  proxy = await startRpcProxy(anvil.rpcUrl);
+  const { publicClient } = clients;
+  contracts.token = getAddress((await deploy(publicClient, wallet(0), 'TestToken')).address);
+  contracts.nft = getAddress((await deploy(publicClient, wallet(0), 'TestNFT')).address);
+  contracts.multi = getAddress((await deploy(publicClient, wallet(0), 'TestMulti')).address);
+});
+
+afterAll(async () => {
+  await proxy?.close();
+  await anvil?.stop();
+});
+
+describe('startAnvil', () => {
+  it('funds the ten well-known dev accounts with 10,000 ether each', async () => {
+    expect(anvil.chainId).toBe(31337);
+    expect(anvil.accounts).toHaveLength(10);
+    expect(anvil.accounts[0]).toEqual({
+      address: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
+      privateKey: '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80',
+    });
+    expect(anvil.accounts[9]!.address).toBe('0xa0Ee7A142d267C1f36714E4a8F75612F20a79720');
+    const balances = await Promise.all(
+      anvil.accounts.map((a) => clients.publicClient.getBalance({ address: a.address, blockNumber: 0n })),
+    );
+    expect(balances).toEqual(anvil.accounts.map(() => parseEther('10000')));
+    // The keys sign for those addresses: the wallets built from them send from them.
+    expect(clients.wallets.map((w) => w.account.address)).toEqual(anvil.accounts.map((a) => a.address));
+  });
+});
+
+describe('fetchBlockActivity on a real chain', () => {
+  it('reports a native transfer with exact sender, recipient and value, and the block it is in', async () => {
+    const receipt = await mined(
+      clients.publicClient,
+      wallet(0).sendTransaction({ to: account(1), value: parseEther('1.5') }),
+    );
+    const block = await clients.publicClient.getBlock({ blockNumber: receipt.blockNumber });
+    expect(await activityOf(receipt)).toEqual({
+      number: receipt.blockNumber,
+      hash: block.hash,
+      parentHash: block.parentHash,
+      timestamp: block.timestamp,
+      transfers: [expected(receipt, { from: account(0), to: account(1), value: 1_500_000_000_000_000_000n })],
+    });
+  });
+
+  it('reports ERC-20 mints and transfers in raw units, with the token contract', async () => {
+    const mint = await call(0, 'TestToken', contracts.token, 'mint', [account(0), 5_000_000n]);
+    expect((await activityOf(mint)).transfers).toEqual([
+      expected(mint, {
+        kind: 'erc20',
+        logIndex: 0,
+        token: contracts.token,
+        from: zeroAddress,
+        to: account(0),
+        value: 5_000_000n,
+      }),
+    ]);
+
+    const transfer = await call(0, 'TestToken', contracts.token, 'transfer', [account(2), 1_234_567n]);
+    expect((await activityOf(transfer)).transfers).toEqual([
+      expected(transfer, {
+        kind: 'erc20',
+        logIndex: 0,
+        token: contracts.token,
+        from: account(0),
+        to: account(2),
+        value: 1_234_567n,
+      }),
+    ]);
+  });
+
+  it('reports ERC-721 transfers with the token id and a value of 1', async () => {
+    await call(0, 'TestNFT', contracts.nft, 'mint', [account(0), 42n]);
+    const transfer = await call(0, 'TestNFT', contracts.nft, 'transferFrom', [account(0), account(3), 42n]);
+    expect((await activityOf(transfer)).transfers).toEqual([
+      expected(transfer, {
+        kind: 'erc721',
+        logIndex: 0,
+        token: contracts.nft,
+        from: account(0),
+        to: account(3),
+        value: 1n,
+        tokenId: 42n,
+      }),
+    ]);
+    const safe = await call(3, 'TestNFT', contracts.nft, 'safeTransferFrom', [account(3), account(4), 42n]);
+    expect((await activityOf(safe)).transfers).toEqual([
+      expected(safe, {
+        kind: 'erc721',
+        logIndex: 0,
+        token: contracts.nft,
+        from: account(3),
+        to: account(4),
+        value: 1n,
+        tokenId: 42n,
+      }),
+    ]);
+  });
+
+  it('reports an ERC-1155 TransferSingle with its id and amount', async () => {
+    await call(0, 'TestMulti', contracts.multi, 'mint', [account(0), 7n, 100n]);
+    const transfer = await call(0, 'TestMulti', contracts.multi, 'safeTransferFrom', [
+      account(0),
+      account(1),
+      7n,
+      30n,
+      '0x',
+    ]);
+    expect((await activityOf(transfer)).transfers).toEqual([
+      expected(transfer, {
+        kind: 'erc1155',
+        logIndex: 0,
+        token: contracts.multi,
+        from: account(0),
+        to: account(1),
+        value: 30n,
+        tokenId: 7n,
+      }),
+    ]);
+  });
+
+  it('reports an ERC-1155 TransferBatch as one transfer per id, in batch order', async () => {
+    await call(0, 'TestMulti', contracts.multi, 'mintBatch', [account(0), [1n, 2n, 3n], [10n, 20n, 30n]]);
+    const batch = await call(0, 'TestMulti', contracts.multi, 'safeBatchTransferFrom', [
+      account(0),
+      account(2),
+      [3n, 1n, 2n],
+      [4n, 5n, 6n],
+      '0x',
+    ]);
+    const common = { kind: 'erc1155', logIndex: 0, token: contracts.multi, from: account(0), to: account(2) };
+    expect((await activityOf(batch)).transfers).toEqual([
+      expected(batch, { ...common, kind: 'erc1155', batchIndex: 0, tokenId: 3n, value: 4n }),
+      expected(batch, { ...common, kind: 'erc1155', batchIndex: 1, tokenId: 1n, value: 5n }),
+      expected(batch, { ...common, kind: 'erc1155', batchIndex: 2, tokenId: 2n, value: 6n }),
+    ]);
+  });
+
+  it('reports nothing for a reverted transaction, though it carried value and emitted a transfer before reverting', async () => {
+    await call(0, 'TestToken', contracts.token, 'mint', [account(5), 1_000n]);
+    // A fixed gas limit: viem would otherwise estimate gas, see the revert and refuse to send.
+    const reverted = await call(5, 'TestToken', contracts.token, 'transferThenRevert', [account(6), 10n], {
+      value: parseEther('1'),
+      gas: 200_000n,
+    });
+    expect(reverted.status).toBe('reverted');
+    const tx = await clients.publicClient.getTransaction({ hash: reverted.transactionHash });
+    expect(tx.value).toBe(parseEther('1'));
+    const activity = await activityOf(reverted);
+    expect(activity.transfers).toEqual([]);
+  });
+
+  it('reports value sent with a contract creation to the created contract, and only top-level value', async () => {
+    const { receipt } = await deploy(clients.publicClient, wallet(0), 'Sink', { value: parseEther('2') });
+    const sink = getAddress(receipt.contractAddress!);
+    expect((await activityOf(receipt)).transfers).toEqual([
+      expected(receipt, { from: account(0), to: sink, value: parseEther('2') }),
+    ]);
+    // Sink passes the value on to account 7: an internal transfer, which is not reported (yet).
+    const forwarded = await call(0, 'Sink', sink, 'forward', [account(7)], { value: 3n });
+    expect((await activityOf(forwarded)).transfers).toEqual([
+      expected(forwarded, { from: account(0), to: sink, value: 3n }),
+    ]);
+  });
+
+  it('orders the transfers of a block with several transactions by transaction, native first, then by log', async () => {
+    const testClient = createTestClient({
+      mode: 'anvil',
+      chain: clients.chain,
+      transport: http(anvil.rpcUrl),
+    });
+    await call(0, 'TestMulti', contracts.multi, 'mintBatch', [account(8), [11n, 12n], [1n, 1n]]);
+    await call(0, 'TestToken', contracts.token, 'mint', [account(8), 1_000n]);
+    await call(0, 'TestToken', contracts.token, 'mint', [account(6), 1_000n]);
+    const before = await clients.publicClient.getBlockNumber();
+    await testClient.setAutomine(false);
+    let receipts: TransactionReceipt[];
+    const token = artifact('TestToken').abi;
+    const multi = artifact('TestMulti').abi;
+    try {
+      const gas = 300_000n;
+      const hashes = [
+        // Native only.
+        await wallet(4).sendTransaction({ to: account(5), value: 7n, gas }),
+        // Native value and a token transfer in one transaction.
+        await wallet(5).writeContract({
+          address: contracts.token,
+          abi: token,
+          functionName: 'mint',
+          args: [account(9), 9n],
+          value: 3n,
+          gas,
+        }),
+        // Reverted: nothing.
+        await wallet(6).writeContract({
+          address: contracts.token,
+          abi: token,
+          functionName: 'transferThenRevert',
+          args: [account(9), 1n],
+          value: 5n,
+          gas,
+        }),
+        // A batch, then a second transaction of the same sender.
+        await wallet(8).writeContract({
+          address: contracts.multi,
+          abi: multi,
+          functionName: 'safeBatchTransferFrom',
+          args: [account(8), account(9), [11n, 12n], [1n, 1n], '0x'],
+          gas,
+        }),
+        await wallet(8).writeContract({
+          address: contracts.token,
+          abi: token,
+          functionName: 'transfer',
+          args: [account(9), 100n],
+          gas,
+        }),
+      ];
+      // Nothing mined yet: all five wait in the pool for the one block.
+      expect(await clients.publicClient.getBlockNumber()).toBe(before);
+      await testClient.mine({ blocks: 1 });
+      receipts = await Promise.all(hashes.map((hash) => mined(clients.publicClient, hash)));
+    } finally {
+      await testClient.setAutomine(true);
+    }
+    const [native, mixed, reverted, batch, second] = receipts;
+    expect(new Set(receipts.map((r) => r.blockNumber)).size).toBe(1);
+    expect(reverted!.status).toBe('reverted');
+
+    const byTx = [
+      { receipt: native!, transfers: [expected(native!, { from: account(4), to: account(5), value: 7n })] },
+      {
+        receipt: mixed!,
+        transfers: [
+          expected(mixed!, { from: account(5), to: contracts.token, value: 3n }),
+          expected(mixed!, {
+            kind: 'erc20',
+            logIndex: mixed!.logs[0]!.logIndex,
+            token: contracts.token,
+            from: zeroAddress,
+            to: account(9),
+            value: 9n,
+          }),
+        ],
+      },
+      {
+        receipt: batch!,
+        transfers: [11n, 12n].map((tokenId, batchIndex) =>
+          expected(batch!, {
+            kind: 'erc1155',
+            logIndex: batch!.logs[0]!.logIndex,
+            batchIndex,
+            token: contracts.multi,
+            from: account(8),
+            to: account(9),
+            value: 1n,
+            tokenId,
+          }),
+        ),
+      },
+      {
+        receipt: second!,
+        transfers: [
+          expected(second!, {
+            kind: 'erc20',
+            logIndex: second!.logs[0]!.logIndex,
+            token: contracts.token,
+            from: account(8),
+            to: account(9),
+            value: 100n,
+          }),
+        ],
+      },
+    ].sort((a, b) => a.receipt.transactionIndex - b.receipt.transactionIndex);
+
+    const activity = await fetchBlockActivity(clients.publicClient, native!.blockNumber);
+    expect(activity.transfers).toEqual(byTx.flatMap((t) => t.transfers));
+    // The same sender's two transactions keep their order.
+    expect(second!.transactionIndex).toBeGreaterThan(batch!.transactionIndex);
+    const block = await clients.publicClient.getBlock({ blockNumber: native!.blockNumber });
+    expect(block.transactions).toHaveLength(5);
+  });
+
+  it('reads receipts one by one from a node without eth_getBlockReceipts, with identical results', async () => {
+    proxy.intercept((request) =>
+      request.method === 'eth_getBlockReceipts'
+        ? {
+            error: {
+              code: -32601,
+              message: 'the method eth_getBlockReceipts does not exist/is not available',
+            },
+          }
+        : undefined,
+    );
+    proxy.methods.length = 0;
+    const viaProxy = createPublicClient({ chain: clients.chain, transport: http(proxy.url) });
+    const latest = await clients.publicClient.getBlockNumber();
+    let transactions = 0;
+    for (let n = 0n; n <= latest; n++) {
+      const direct = await fetchBlockActivity(clients.publicClient, n);
+      expect(await fetchBlockActivity(viaProxy, n)).toEqual(direct);
+      transactions += (await clients.publicClient.getBlockTransactionCount({ blockNumber: n })) ?? 0;
+    }
+    expect(latest).toBeGreaterThan(15n);
+    // Asked once, then remembered for that client.
+    expect(proxy.methods.filter((m) => m === 'eth_getBlockReceipts')).toHaveLength(1);
+    expect(proxy.methods.filter((m) => m === 'eth_getTransactionReceipt')).toHaveLength(transactions);
+    expect(proxy.methods.filter((m) => m === 'eth_getBlockByNumber')).toHaveLength(Number(latest) + 1);
+  });
+
+  it('fails for a block the node does not have', async () => {
+    const latest = await clients.publicClient.getBlockNumber();
+    await expect(fetchBlockActivity(clients.publicClient, latest + 100n)).rejects.toThrow(BlockNotFoundError);
+  });
+
+  it('fails, rather than falls back, when the node fails to answer eth_getBlockReceipts', async () => {
+    proxy.intercept((request) =>
+      request.method === 'eth_getBlockReceipts' ? { httpStatus: 503 } : undefined,
+    );
+    const viaProxy = createPublicClient({
+      chain: clients.chain,
+      transport: http(proxy.url, { retryCount: 0 }),
+    });
+    await expect(fetchBlockActivity(viaProxy, 1n)).rejects.toThrow(/503|HTTP request failed/);
+    proxy.intercept(() => undefined);
+    expect((await fetchBlockActivity(viaProxy, 1n)).number).toBe(1n);
+  });
+});
+
+describe('token info', () => {
+  it('reads decimals and symbol once per token, shared by concurrent callers', async () => {
+    proxy.intercept(() => undefined);
+    proxy.methods.length = 0;
+    const cache = createTokenInfoCache(
+      createPublicClient({ chain: clients.chain, transport: http(proxy.url) }),
+    );
+    const infos = await Promise.all([
+      cache.get(contracts.token),
+      cache.get(contracts.token.toLowerCase() as Hex),
+      cache.get(contracts.token),
+    ]);
+    expect(infos).toEqual([1, 2, 3].map(() => ({ decimals: 6, symbol: 'TST' })));
+    expect(await cache.get(contracts.token)).toEqual({ decimals: 6, symbol: 'TST' });
+    expect(proxy.methods.filter((m) => m === 'eth_call')).toHaveLength(2);
+  });
+
+  it('gives NFTs and contracts without decimals() 0 decimals, and a null symbol to those without symbol()', async () => {
+    const cache = createTokenInfoCache(clients.publicClient);
+    expect(await cache.get(contracts.nft)).toEqual({ decimals: 0, symbol: 'TNFT' });
+    expect(await cache.get(contracts.multi)).toEqual({ decimals: 0, symbol: null });
+    // No code at all.
+    expect(await cache.get(account(9))).toEqual({ decimals: 0, symbol: null });
+  });
+
+  it('does not remember a failure of the node: the next call reads again', async () => {
+    const cache = createTokenInfoCache(
+      createPublicClient({ chain: clients.chain, transport: http(proxy.url, { retryCount: 0 }) }),
+    );
+    proxy.intercept((request) => (request.method === 'eth_call' ? { httpStatus: 503 } : undefined));
+    await expect(cache.get(contracts.token)).rejects.toThrow();
+    proxy.intercept((request) =>
+      request.method === 'eth_call' ? { error: { code: -32603, message: 'internal error' } } : undefined,
+    );
+    await expect(cache.get(contracts.token)).rejects.toThrow();
+    proxy.intercept(() => undefined);
+    expect(await cache.get(contracts.token)).toEqual({ decimals: 6, symbol: 'TST' });
+  });
+
+  it('takes a revert without data, as geth words it, for a missing function', async () => {
+    const cache = createTokenInfoCache(
+      createPublicClient({ chain: clients.chain, transport: http(proxy.url, { retryCount: 0 }) }),
+    );
+    proxy.intercept((request) =>
+      request.method === 'eth_call' ? { error: { code: -32000, message: 'execution reverted' } } : undefined,
+    );
+    try {
+      expect(await cache.get(contracts.token)).toEqual({ decimals: 0, symbol: null });
+    } finally {
+      proxy.intercept(() => undefined);
+    }
+  });
+
+  it('formats raw amounts exactly in display units', () => {
+    expect(formatAmount(1_234_567n, 6)).toBe('1.234567');
+    expect(formatAmount(-1_234_567n, 6)).toBe('-1.234567');
+    expect(formatAmount(1_500_000n, 6)).toBe('1.5');
+    expect(formatAmount(1n, 18)).toBe('0.000000000000000001');
+    expect(formatAmount(123_456_789_012_345_678_901_234_567_890n, 18)).toBe('123456789012.34567890123456789');
+    expect(formatAmount(3n, 0)).toBe('3');
+    expect(formatAmount(0n, 6)).toBe('0');
+  });
+});
+
+describe('extractTransfers', () => {
+  const tx = (hash: Hex, value = 0n, to: Hex | null = `0x${'22'.repeat(20)}`) => ({
+    hash,
+    from: `0x${'11'.repeat(20)}` as Hex,
+    to,
+    value,
+  });
+  const topicOf = (address: Hex) => pad(address, { size: 32 });
+  const a = `0x${'aa'.repeat(20)}` as Hex;
+  const b = `0x${'bb'.repeat(20)}` as Hex;
+  const tokenAddress = `0x${'cc'.repeat(20)}` as Hex;
+  const word = (n: bigint) => encodeAbiParameters([{ type: 'uint256' }], [n]);
+
+  it('skips malformed and unrelated logs, and logs of failed receipts', () => {
+    const h1 = `0x${'01'.repeat(32)}` as Hex;
+    const h2 = `0x${'02'.repeat(32)}` as Hex;
+    const receipts: ActivityReceipt[] = [
+      {
+        transactionHash: h1,
+        transactionIndex: 0,
+        status: 'success',
+        logs: [
+          // Transfer with two topics only, a 64-byte ERC-20 amount, an unrelated event.
+          { address: tokenAddress, topics: [TRANSFER_TOPIC, topicOf(a)], data: word(1n), logIndex: 0 },
+          {
+            address: tokenAddress,
+            topics: [TRANSFER_TOPIC, topicOf(a), topicOf(b)],
+            data: `${word(1n)}${word(2n).slice(2)}`,
+            logIndex: 1,
+          },
+          { address: tokenAddress, topics: [`0x${'ee'.repeat(32)}`], data: '0x', logIndex: 2 },
+          // A TransferSingle without its amount, a TransferBatch whose lists differ in length.
+          {
+            address: tokenAddress,
+            topics: [TRANSFER_SINGLE_TOPIC, topicOf(a), topicOf(a), topicOf(b)],
+            data: word(1n),
+            logIndex: 3,
+          },
+          {
+            address: tokenAddress,
+            topics: [TRANSFER_BATCH_TOPIC, topicOf(a), topicOf(a), topicOf(b)],
+            data: encodeAbiParameters([{ type: 'uint256[]' }, { type: 'uint256[]' }], [[1n, 2n], [1n]]),
+            logIndex: 4,
+          },
+          {
+            address: tokenAddress,
+            topics: [TRANSFER_BATCH_TOPIC, topicOf(a), topicOf(a), topicOf(b)],
+            data: '0x1234',
+            logIndex: 5,
+          },
+        ],
+      },
+      {
+        transactionHash: h2,
+        transactionIndex: 1,
+        status: 'reverted',
+        logs: [
+          {
+            address: tokenAddress,
+            topics: [TRANSFER_TOPIC, topicOf(a), topicOf(b)],
+            data: word(5n),
+            logIndex: 6,
+          },
+        ],
+      },
+    ];
+    expect(extractTransfers({ transactions: [tx(h1), tx(h2, 10n)] }, receipts)).toEqual([]);
+  });
+
+  it('orders by transaction index and log index whatever the order given', () => {
+    const h1 = `0x${'01'.repeat(32)}` as Hex;
+    const h2 = `0x${'02'.repeat(32)}` as Hex;
+    const erc20 = (logIndex: number, value: bigint) => ({
+      address: tokenAddress,
+      topics: [TRANSFER_TOPIC, topicOf(a), topicOf(b)],
+      data: word(value),
+      logIndex,
+    });
+    const transfers = extractTransfers({ transactions: [tx(h2, 5n), tx(h1, 4n)] }, [
+      { transactionHash: h2, transactionIndex: 1, status: 'success', logs: [erc20(3, 30n), erc20(2, 20n)] },
+      { transactionHash: h1, transactionIndex: 0, status: 'success', logs: [erc20(1, 10n), erc20(0, 0n)] },
+    ]);
+    expect(transfers.map((t) => [t.txIndex, t.logIndex, t.kind, t.value])).toEqual([
+      [0, null, 'native', 4n],
+      [0, 0, 'erc20', 0n],
+      [0, 1, 'erc20', 10n],
+      [1, null, 'native', 5n],
+      [1, 2, 'erc20', 20n],
+      [1, 3, 'erc20', 30n],
+    ]);
+    expect(transfers[1]).toMatchObject({
+      token: getAddress(tokenAddress),
+      from: getAddress(a),
+      to: getAddress(b),
+    });
+  });
+});

@@ -1,0 +1,36 @@
+import type { Hex } from 'viem';
+
+/** One movement of value in a block, as the matcher and the notifications see it. */
+export interface EvmTransfer {
+  txHash: Hex;
+  txIndex: number;
+  /** Log index for token transfers; null for the top-level native transfer. */
+  logIndex: number | null;
+  /** Position in an ERC-1155 TransferBatch (0 otherwise): one notification per token id. */
+  batchIndex: number;
+  kind: 'native' | 'erc20' | 'erc721' | 'erc1155';
+  /** Token contract (EIP-55), null for native. */
+  token: Hex | null;
+  /** EIP-55 checksummed. */
+  from: Hex;
+  /** EIP-55 checksummed; the created contract for a contract creation carrying value. */
+  to: Hex;
+  /** Raw units: wei, token base units, 1 for ERC-721, the count for ERC-1155. */
+  value: bigint;
+  tokenId: bigint | null;
+}
+
+export interface EvmBlockActivity {
+  number: bigint;
+  hash: Hex;
+  parentHash: Hex;
+  timestamp: bigint;
+  /** Transfers of successful transactions only: a reverted transaction moves no value. */
+  transfers: EvmTransfer[];
+}
+
+export interface TokenInfo {
+  symbol: string | null;
+  /** 0 for NFTs and for tokens without decimals(). */
+  decimals: number;
+}

@@ -1,0 +1,341 @@
+import { and, eq, gt, inArray, lt, sql } from 'drizzle-orm';
+import type { Logger } from 'pino';
+import type { PublicClient } from 'viem';
+import type { EvmBlockActivity, TokenInfo } from '../chains/evm/types.js';
+import type { Network } from '../chains/networks.js';
+import {
+  enqueueNotifications,
+  type NewNotification,
+  newNotificationId,
+  signalOutbox,
+} from '../notify/outbox.js';
+import { notifications } from '../notify/schema.js';
+import type { Db } from '../store/db.js';
+import type { AddressIndex } from './address-index.js';
+import { buildEvmNotification, transferKey } from './evm-notifications.js';
+import { chainCursors, chainHeaders } from './schema.js';
+
+/** Headers kept per network: a reorganisation deeper than this is not followed. */
+const KEPT_HEADERS = 128;
+
+export interface FollowerStatus {
+  network: string;
+  /** Last block processed. */
+  height: number | null;
+  /** Last head the node reported. */
+  head: number | null;
+  healthy: boolean;
+  lastError: string | null;
+}
+
+export interface EvmFollowerDeps {
+  db: Db;
+  network: Network;
+  client: PublicClient;
+  index: AddressIndex;
+  fetchActivity: (client: PublicClient, number: bigint) => Promise<EvmBlockActivity>;
+  tokens: { get(token: `0x${string}`): Promise<TokenInfo> };
+  logger: Logger;
+  pollIntervalMs: number;
+  /** Longest wait between retries while the node is unreachable. */
+  maxBackoffMs?: number;
+}
+
+/**
+ * Follows one EVM network: processes each new block once, in order, writing its notifications and
+ * the new cursor in one transaction; on a parent-hash mismatch walks back to the common ancestor,
+ * withdraws what the orphaned blocks announced, and carries on along the new branch.
+ */
+export function createEvmFollower(deps: EvmFollowerDeps) {
+  const { db, network, client, index } = deps;
+  const log = deps.logger.child({ component: 'follower', network: network.name });
+  const maxBackoffMs = deps.maxBackoffMs ?? 30_000;
+  const status: FollowerStatus = {
+    network: network.name,
+    height: null,
+    head: null,
+    healthy: false,
+    lastError: null,
+  };
+  let running = false;
+  let loopDone: Promise<void> | undefined;
+  let wakeUp: (() => void) | undefined;
+
+  function sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        wakeUp = undefined;
+        resolve();
+      }
+      wakeUp = done;
+    });
+  }
+
+  async function cursor(): Promise<{ height: number; hash: string } | undefined> {
+    const [row] = await db.select().from(chainCursors).where(eq(chainCursors.network, network.name));
+    return row ? { height: row.height, hash: row.hash } : undefined;
+  }
+
+  /** A new network starts at the current head: history before the first start is not replayed. */
+  async function initialise(head: bigint): Promise<{ height: number; hash: string }> {
+    const block = await client.getBlock({ blockNumber: head });
+    await db.transaction(async (tx) => {
+      await tx
+        .insert(chainCursors)
+        .values({
+          network: network.name,
+          height: Number(block.number),
+          hash: block.hash,
+          updatedAt: new Date(),
+        })
+        .onConflictDoNothing();
+      await tx
+        .insert(chainHeaders)
+        .values({
+          network: network.name,
+          height: Number(block.number),
+          hash: block.hash,
+          parentHash: block.parentHash,
+        })
+        .onConflictDoNothing();
+    });
+    return (await cursor())!;
+  }
+
+  async function buildNotifications(block: EvmBlockActivity, head: number): Promise<NewNotification[]> {
+    const height = Number(block.number);
+    const items: NewNotification[] = [];
+    for (const transfer of block.transfers) {
+      const watchers = [
+        ...index.lookup(network.name, transfer.from),
+        ...index.lookup(network.name, transfer.to),
+      ];
+      if (watchers.length === 0) continue;
+      const decimals =
+        transfer.kind === 'erc20' && transfer.token ? (await deps.tokens.get(transfer.token)).decimals : 0;
+      const seen = new Set<string>();
+      for (const subscription of watchers) {
+        if (seen.has(subscription.id)) continue; // a transfer to oneself is one notification
+        seen.add(subscription.id);
+        const releaseHeight = height + Math.max(1, subscription.confirmations) - 1;
+        const id = newNotificationId();
+        const body = buildEvmNotification({
+          id,
+          network,
+          transfer,
+          subscription,
+          blockNumber: height,
+          decimals,
+          confirmations: Math.max(1, subscription.confirmations),
+          mempool: false,
+        });
+        items.push({
+          id,
+          accountId: subscription.accountId,
+          subscriptionId: subscription.id,
+          eventType: 'address.transaction',
+          body: JSON.stringify(body),
+          dedupeKey: transferKey(block.hash, transfer),
+          state: head >= releaseHeight ? 'pending' : 'held',
+          chain: network.name,
+          blockNumber: height,
+          blockHash: block.hash,
+          releaseHeight,
+        });
+      }
+    }
+    return items;
+  }
+
+  /** Held notifications whose block is now deep enough become due. */
+  async function release(tx: Db, head: number): Promise<void> {
+    const released = await tx
+      .update(notifications)
+      .set({ state: 'pending', nextAttemptAt: sql`now()` })
+      .where(
+        and(
+          eq(notifications.chain, network.name),
+          eq(notifications.state, 'held'),
+          lt(notifications.releaseHeight, head + 1),
+        ),
+      )
+      .returning({ id: notifications.id });
+    if (released.length > 0) await signalOutbox(tx);
+  }
+
+  async function commit(block: EvmBlockActivity, head: number): Promise<void> {
+    const items = await buildNotifications(block, head);
+    const height = Number(block.number);
+    await db.transaction(async (tx) => {
+      await enqueueNotifications(tx, items);
+      await tx
+        .insert(chainHeaders)
+        .values({ network: network.name, height, hash: block.hash, parentHash: block.parentHash })
+        .onConflictDoUpdate({
+          target: [chainHeaders.network, chainHeaders.height],
+          set: { hash: block.hash, parentHash: block.parentHash },
+        });
+      await tx
+        .delete(chainHeaders)
+        .where(and(eq(chainHeaders.network, network.name), lt(chainHeaders.height, height - KEPT_HEADERS)));
+      await tx
+        .update(chainCursors)
+        .set({ height, hash: block.hash, updatedAt: new Date() })
+        .where(eq(chainCursors.network, network.name));
+      await release(tx, head);
+    });
+    if (items.length > 0) log.debug({ block: height, notifications: items.length }, 'block processed');
+  }
+
+  /**
+   * Walks back from the cursor to the last block the node still has, withdraws the notifications
+   * of the orphaned blocks and moves the cursor there. Returns the ancestor's height.
+   */
+  async function reorganise(from: { height: number; hash: string }): Promise<number> {
+    let height = from.height;
+    for (; height > from.height - KEPT_HEADERS && height >= 0; height--) {
+      const [stored] = await db
+        .select()
+        .from(chainHeaders)
+        .where(and(eq(chainHeaders.network, network.name), eq(chainHeaders.height, height)));
+      if (!stored) break;
+      const canonical = await client.getBlock({ blockNumber: BigInt(height) });
+      if (canonical.hash === stored.hash) break;
+    }
+    const ancestor = height;
+    const orphaned = await db
+      .select({ hash: chainHeaders.hash })
+      .from(chainHeaders)
+      .where(and(eq(chainHeaders.network, network.name), gt(chainHeaders.height, ancestor)));
+    const hashes = orphaned.map((o) => o.hash);
+    const ancestorHeader = (
+      await db
+        .select()
+        .from(chainHeaders)
+        .where(and(eq(chainHeaders.network, network.name), eq(chainHeaders.height, ancestor)))
+    )[0];
+    const ancestorHash =
+      ancestorHeader?.hash ?? (await client.getBlock({ blockNumber: BigInt(ancestor) })).hash;
+
+    await db.transaction(async (tx) => {
+      if (hashes.length > 0) {
+        const announced = await tx
+          .select()
+          .from(notifications)
+          .where(and(eq(notifications.chain, network.name), inArray(notifications.blockHash, hashes)));
+        // Never sent: cancelled quietly. Sent (or being sent): withdrawn with a reorg notification.
+        const unsent = announced.filter(
+          (n) => n.state === 'held' || (n.state === 'pending' && n.attempts === 0 && !n.lockedBy),
+        );
+        const sent = announced.filter(
+          (n) => !unsent.includes(n) && n.state !== 'cancelled' && !n.dedupeKey?.startsWith('reorg:'),
+        );
+        if (unsent.length > 0) {
+          await tx
+            .update(notifications)
+            .set({
+              state: 'cancelled',
+              nextAttemptAt: null,
+              lastError: 'its block left the canonical chain before it was sent',
+            })
+            .where(
+              inArray(
+                notifications.id,
+                unsent.map((n) => n.id),
+              ),
+            );
+        }
+        await enqueueNotifications(
+          tx,
+          sent.map((n) => {
+            const id = newNotificationId();
+            return {
+              id,
+              accountId: n.accountId,
+              subscriptionId: n.subscriptionId,
+              eventType: 'address.transaction.reorg',
+              body: JSON.stringify({ ...(JSON.parse(n.body) as object), id, reorg: true }),
+              dedupeKey: `reorg:${n.id}`,
+              chain: network.name,
+              blockNumber: n.blockNumber ?? undefined,
+              blockHash: n.blockHash ?? undefined,
+            };
+          }),
+        );
+      }
+      await tx
+        .delete(chainHeaders)
+        .where(and(eq(chainHeaders.network, network.name), gt(chainHeaders.height, ancestor)));
+      await tx
+        .update(chainCursors)
+        .set({ height: ancestor, hash: ancestorHash, updatedAt: new Date() })
+        .where(eq(chainCursors.network, network.name));
+    });
+    log.warn({ from: from.height, ancestor, orphaned: hashes.length }, 'chain reorganised');
+    return ancestor;
+  }
+
+  /** Processes every block up to the node's head. */
+  async function catchUp(): Promise<void> {
+    const head = Number(await client.getBlockNumber());
+    status.head = head;
+    let at = (await cursor()) ?? (await initialise(BigInt(head)));
+    while (running && at.height < head) {
+      const block = await deps.fetchActivity(client, BigInt(at.height + 1));
+      if (block.parentHash !== at.hash) {
+        await reorganise(at);
+        at = (await cursor())!;
+        continue;
+      }
+      await commit(block, head);
+      at = { height: Number(block.number), hash: block.hash };
+      status.height = at.height;
+    }
+    status.height = at.height;
+    // Confirmations count from the head, which may move without a block of ours to process.
+    await db.transaction((tx) => release(tx, head));
+  }
+
+  async function loop(): Promise<void> {
+    let backoff = deps.pollIntervalMs;
+    while (running) {
+      try {
+        await catchUp();
+        status.healthy = true;
+        status.lastError = null;
+        backoff = deps.pollIntervalMs;
+        await sleep(deps.pollIntervalMs);
+      } catch (err) {
+        if (!running) break;
+        status.healthy = false;
+        status.lastError = (err as Error).message.split('\n')[0] ?? 'error';
+        log.warn({ err: status.lastError, retryInMs: backoff }, 'node unreachable or failing; retrying');
+        await sleep(backoff);
+        backoff = Math.min(maxBackoffMs, backoff * 2);
+      }
+    }
+  }
+
+  return {
+    network: network.name,
+    status: (): FollowerStatus => ({ ...status }),
+    start(): void {
+      if (running) return;
+      running = true;
+      loopDone = loop();
+    },
+    /** Checks for a new head now (e.g. on a WebSocket newHeads message). */
+    wake(): void {
+      wakeUp?.();
+    },
+    async stop(): Promise<void> {
+      running = false;
+      wakeUp?.();
+      await loopDone;
+    },
+  };
+}
+
+export type EvmFollower = ReturnType<typeof createEvmFollower>;
