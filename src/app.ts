@@ -198,6 +198,8 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
         logger,
         pollIntervalMs: config.watchPollIntervalMs,
         alwaysFollow: options.alwaysFollow,
+        tryLock: (name) => store.tryLock(name),
+        listen: (channel, onNotify) => store.listen(channel, onNotify),
       });
       await watcher.start();
       const started = watcher;

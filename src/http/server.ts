@@ -112,6 +112,9 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
                 head: Type.Union([Type.Integer(), Type.Null()]),
                 healthy: Type.Boolean(),
                 lastError: Type.Union([Type.String(), Type.Null()]),
+                standby: Type.Boolean({
+                  description: 'another process follows this network; this one waits to take over',
+                }),
               }),
             ),
           }),

@@ -29,6 +29,8 @@ export interface NewNotification {
   releaseHeight?: number;
 }
 
+const ROWS_PER_INSERT = 1_000;
+
 /** Time-ordered, so the delivery log pages by id. */
 export function newNotificationId(): string {
   return uuidv7();
@@ -45,31 +47,36 @@ export async function enqueueNotifications(
   now: Date = new Date(),
 ): Promise<string[]> {
   if (items.length === 0) return [];
-  const inserted = await tx
-    .insert(notifications)
-    .values(
-      items.map((n) => ({
-        id: n.id,
-        accountId: n.accountId,
-        subscriptionId: n.subscriptionId,
-        eventType: n.eventType,
-        body: n.body,
-        dedupeKey: n.dedupeKey ?? null,
-        state: n.state ?? 'pending',
-        armedBy: n.armedBy ?? 'created',
-        lastError: n.lastError ?? null,
-        nextAttemptAt: (n.state ?? 'pending') === 'pending' ? now : null,
-        createdAt: now,
-        chain: n.chain ?? null,
-        blockNumber: n.blockNumber ?? null,
-        blockHash: n.blockHash ?? null,
-        releaseHeight: n.releaseHeight ?? null,
-      })),
-    )
-    .onConflictDoNothing({ target: [notifications.subscriptionId, notifications.dedupeKey] })
-    .returning({ id: notifications.id });
+  const inserted: string[] = [];
+  // PostgreSQL binds at most 65,535 parameters per statement; a row takes 15.
+  for (let start = 0; start < items.length; start += ROWS_PER_INSERT) {
+    const rows = await tx
+      .insert(notifications)
+      .values(
+        items.slice(start, start + ROWS_PER_INSERT).map((n) => ({
+          id: n.id,
+          accountId: n.accountId,
+          subscriptionId: n.subscriptionId,
+          eventType: n.eventType,
+          body: n.body,
+          dedupeKey: n.dedupeKey ?? null,
+          state: n.state ?? 'pending',
+          armedBy: n.armedBy ?? 'created',
+          lastError: n.lastError ?? null,
+          nextAttemptAt: (n.state ?? 'pending') === 'pending' ? now : null,
+          createdAt: now,
+          chain: n.chain ?? null,
+          blockNumber: n.blockNumber ?? null,
+          blockHash: n.blockHash ?? null,
+          releaseHeight: n.releaseHeight ?? null,
+        })),
+      )
+      .onConflictDoNothing({ target: [notifications.subscriptionId, notifications.dedupeKey] })
+      .returning({ id: notifications.id });
+    for (const r of rows) inserted.push(r.id);
+  }
   if (items.some((n) => (n.state ?? 'pending') === 'pending')) await signalOutbox(tx);
-  return inserted.map((r) => r.id);
+  return inserted;
 }
 
 /** Wakes dispatchers in every process when the caller's transaction commits. */

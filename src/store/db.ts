@@ -23,16 +23,32 @@ export interface Store {
   /**
    * Calls `onNotify` for every NOTIFY on `channel` (from any process on the same database).
    * Delivery is best effort: listeners also poll, so a notification lost during a reconnect only
-   * delays work. Resolves to a function that stops listening.
+   * delays work. `payload` is the NOTIFY payload; it is undefined after a reconnect, when
+   * notifications may have been missed. Resolves to a function that stops listening.
    */
-  listen(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
+  listen(channel: string, onNotify: (payload?: string) => void): Promise<() => Promise<void>>;
+  /**
+   * Takes a session-level advisory lock named `name` on a connection of its own, if no other
+   * process holds it. The lock lasts until `release()` or until that connection is lost
+   * (`lost` resolves), e.g. when the process dies. The embedded database has one process, so
+   * there it is always granted.
+   */
+  tryLock(name: string): Promise<HeldLock | undefined>;
   close(): Promise<void>;
+}
+
+export interface HeldLock {
+  /** Resolves if the lock is lost without release() (its connection dropped). */
+  lost: Promise<void>;
+  release(): Promise<void>;
 }
 
 export type StoreOptions = { databaseUrl: string; onError?: (err: Error) => void } | { pgliteDir: string };
 
 export const migrationsFolder = fileURLToPath(new URL('../../drizzle', import.meta.url));
 
+// The first half of two-key advisory locks taken by name (tryLock), apart from other users' locks.
+const NAMED_LOCK_SPACE = 7_461_003;
 // Serialises concurrent `migrate` calls from several processes sharing one PostgreSQL.
 const MIGRATION_LOCK_KEY = 7_461_001;
 
@@ -55,10 +71,13 @@ async function openPglite(dir: string): Promise<Store> {
       await migratePglite(drizzlePglite(client), { migrationsFolder });
     },
     async listen(channel, onNotify) {
-      const unlisten = await client.listen(channel, () => onNotify());
+      const unlisten = await client.listen(channel, (payload) => onNotify(payload));
       return async () => {
         if (!client.closed) await unlisten();
       };
+    },
+    async tryLock() {
+      return { lost: new Promise<void>(() => {}), release: async () => {} };
     },
     async close() {
       if (!client.closed) await client.close();
@@ -96,7 +115,7 @@ async function openPostgres(connectionString: string, onError?: (err: Error) => 
         if (stopped || closed) return;
         const c = new pg.Client({ connectionString, connectionTimeoutMillis: 5_000 });
         c.on('notification', (message) => {
-          if (message.channel === channel) onNotify();
+          if (message.channel === channel) onNotify(message.payload);
         });
         c.on('error', (err) => {
           onError?.(err);
@@ -113,6 +132,38 @@ async function openPostgres(connectionString: string, onError?: (err: Error) => 
       return async () => {
         stopped = true;
         await client?.end().catch(() => {});
+      };
+    },
+    async tryLock(name) {
+      const client = new pg.Client({ connectionString, connectionTimeoutMillis: 5_000 });
+      let signalLost: () => void = () => {};
+      const lost = new Promise<void>((resolve) => {
+        signalLost = resolve;
+      });
+      let released = false;
+      client.on('error', (err) => {
+        onError?.(err);
+        if (!released) signalLost();
+      });
+      client.on('end', () => {
+        if (!released) signalLost();
+      });
+      await client.connect();
+      const { rows } = await client.query<{ ok: boolean }>(
+        'SELECT pg_try_advisory_lock($1::int, hashtext($2)) AS ok',
+        [NAMED_LOCK_SPACE, name],
+      );
+      if (!rows[0]?.ok) {
+        released = true;
+        await client.end().catch(() => {});
+        return undefined;
+      }
+      return {
+        lost,
+        async release() {
+          released = true;
+          await client.end().catch(() => {});
+        },
       };
     },
     async close() {

@@ -13,3 +13,6 @@ export interface WatchedSubscription {
 export type SubscriptionChange =
   | { type: 'upsert'; subscription: WatchedSubscription }
   | { type: 'remove'; id: string };
+
+/** NOTIFY channel on which subscription changes reach watchers in other processes. */
+export const SUBSCRIPTIONS_CHANNEL = 'ledgerhook_subscriptions';

@@ -11,7 +11,7 @@ import { deliveryAttempts, notifications } from '../notify/schema.js';
 import { newWebhookSecret } from '../notify/signing.js';
 import type { Envelope } from '../secrets/envelope.js';
 import type { Db } from '../store/db.js';
-import type { SubscriptionChange } from './events.js';
+import { SUBSCRIPTIONS_CHANNEL, type SubscriptionChange } from './events.js';
 import { subscriptions } from './schema.js';
 
 export const ADDRESS_TRANSACTION = 'ADDRESS_TRANSACTION';
@@ -121,6 +121,11 @@ function samplePayload(network: Network, sub: SubscriptionRow, id: string): Reco
   };
 }
 
+/** Tells watchers in every process about a change, when the transaction commits. */
+async function announce(tx: Db, change: SubscriptionChange): Promise<void> {
+  await tx.execute(sql`SELECT pg_notify(${SUBSCRIPTIONS_CHANNEL}, ${JSON.stringify(change)})`);
+}
+
 export function createSubscriptions(deps: {
   db: Db;
   envelope: Envelope;
@@ -228,31 +233,24 @@ export function createSubscriptions(deps: {
       if (errors.length > 0) throw new ValidationError('Invalid subscription', errors);
       await checkUrl(input.attr.url, '#/attr/url');
       const net = network!;
-      const created = await insertEndpoint(
-        db,
-        {
-          accountId,
-          type: ADDRESS_TRANSACTION,
-          network: net.name,
-          address: address!,
-          url: input.attr.url,
-          mempool: input.mempool ?? net.family === 'evm',
-          confirmations: input.confirmations ?? net.defaultConfirmations,
-          ack: input.ack ?? 'status',
-        },
-        input.callbackToken,
-      );
-      deps.onChange?.({
-        type: 'upsert',
-        subscription: {
-          id: created.id,
-          accountId,
-          network: net.name,
-          address: address!,
-          confirmations: input.confirmations ?? net.defaultConfirmations,
-          mempool: input.mempool ?? net.family === 'evm',
-        },
+      const watched = {
+        accountId,
+        network: net.name,
+        address: address!,
+        confirmations: input.confirmations ?? net.defaultConfirmations,
+        mempool: input.mempool ?? net.family === 'evm',
+      };
+      const created = await db.transaction(async (tx) => {
+        const endpoint = await insertEndpoint(
+          tx,
+          { ...watched, type: ADDRESS_TRANSACTION, url: input.attr.url, ack: input.ack ?? 'status' },
+          input.callbackToken,
+        );
+        await announce(tx, { type: 'upsert', subscription: { id: endpoint.id, ...watched } });
+        return endpoint;
       });
+      // This process's watchers follow at once; others hear the NOTIFY at commit.
+      deps.onChange?.({ type: 'upsert', subscription: { id: created.id, ...watched } });
       return created;
     },
 
@@ -300,6 +298,7 @@ export function createSubscriptions(deps: {
       await owned(accountId, id);
       await db.transaction(async (tx) => {
         await tx.update(subscriptions).set({ deletedAt: now() }).where(eq(subscriptions.id, id));
+        await announce(tx, { type: 'remove', id });
         await tx
           .update(notifications)
           .set({ state: 'failed', nextAttemptAt: null, lastError: 'subscription deleted' })

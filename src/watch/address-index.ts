@@ -14,6 +14,8 @@ export type { SubscriptionChange, WatchedSubscription };
 export function createAddressIndex(familyOf: (network: string) => Family | undefined) {
   const byNetwork = new Map<string, Map<string, WatchedSubscription[]>>();
   const byId = new Map<string, WatchedSubscription>();
+  /** Per network, how many subscriptions want mempool notifications. */
+  const mempoolCount = new Map<string, number>();
 
   const keyOf = (network: string, address: string) =>
     familyOf(network) === 'evm' ? address.toLowerCase() : address;
@@ -22,6 +24,7 @@ export function createAddressIndex(familyOf: (network: string) => Family | undef
     const existing = byId.get(id);
     if (!existing) return;
     byId.delete(id);
+    if (existing.mempool) mempoolCount.set(existing.network, (mempoolCount.get(existing.network) ?? 1) - 1);
     const addresses = byNetwork.get(existing.network);
     const key = keyOf(existing.network, existing.address);
     const list = addresses?.get(key)?.filter((s) => s.id !== id) ?? [];
@@ -32,6 +35,9 @@ export function createAddressIndex(familyOf: (network: string) => Family | undef
   function upsert(subscription: WatchedSubscription): void {
     remove(subscription.id);
     byId.set(subscription.id, subscription);
+    if (subscription.mempool) {
+      mempoolCount.set(subscription.network, (mempoolCount.get(subscription.network) ?? 0) + 1);
+    }
     let addresses = byNetwork.get(subscription.network);
     if (!addresses) {
       addresses = new Map();
@@ -61,6 +67,9 @@ export function createAddressIndex(familyOf: (network: string) => Family | undef
             isNotNull(subscriptions.network),
           ),
         );
+      // A reload (after missed notifications) also drops what was deleted meanwhile.
+      const live = new Set(rows.map((r) => r.id));
+      for (const id of [...byId.keys()]) if (!live.has(id)) remove(id);
       for (const r of rows) upsert({ ...r, network: r.network!, address: r.address! });
       return rows.length;
     },
@@ -76,6 +85,8 @@ export function createAddressIndex(familyOf: (network: string) => Family | undef
     networks(): string[] {
       return [...byNetwork].filter(([, m]) => m.size > 0).map(([n]) => n);
     },
+    /** Whether at least one subscription on `network` wants mempool notifications. */
+    watchesMempool: (network: string): boolean => (mempoolCount.get(network) ?? 0) > 0,
     size: () => byId.size,
   };
 }

@@ -10,7 +10,7 @@ import {
   signalOutbox,
 } from '../notify/outbox.js';
 import { notifications } from '../notify/schema.js';
-import type { Db } from '../store/db.js';
+import type { Db, HeldLock } from '../store/db.js';
 import type { AddressIndex } from './address-index.js';
 import { buildEvmNotification, transferKey } from './evm-notifications.js';
 import { chainCursors, chainHeaders } from './schema.js';
@@ -26,6 +26,8 @@ export interface FollowerStatus {
   head: number | null;
   healthy: boolean;
   lastError: string | null;
+  /** Another process holds this network's follower lock; this one waits to take over. */
+  standby: boolean;
 }
 
 export interface EvmFollowerDeps {
@@ -39,6 +41,13 @@ export interface EvmFollowerDeps {
   pollIntervalMs: number;
   /** Longest wait between retries while the node is unreachable. */
   maxBackoffMs?: number;
+  /**
+   * One process at a time follows a network (PostgreSQL advisory lock); the others stand by and
+   * take over from the cursor when the holder's connection goes away.
+   */
+  acquireLock?: () => Promise<HeldLock | undefined>;
+  /** How often a standby tries to take the lock. */
+  lockRetryMs?: number;
 }
 
 /**
@@ -56,7 +65,29 @@ export function createEvmFollower(deps: EvmFollowerDeps) {
     head: null,
     healthy: false,
     lastError: null,
+    standby: false,
   };
+  let lock: HeldLock | undefined;
+  let lockLost = false;
+
+  /** True while this process may follow the network. */
+  async function holdLock(): Promise<boolean> {
+    if (!deps.acquireLock) return true;
+    if (lock && !lockLost) return true;
+    lock = await deps.acquireLock();
+    status.standby = lock === undefined;
+    if (!lock) return false;
+    lockLost = false;
+    const held = lock;
+    void held.lost.then(() => {
+      if (lock !== held) return;
+      lockLost = true;
+      status.standby = true;
+      log.warn('lost the follower lock; standing by');
+    });
+    log.info('following (holds the network lock)');
+    return true;
+  }
   let running = false;
   let loopDone: Promise<void> | undefined;
   let wakeUp: (() => void) | undefined;
@@ -282,7 +313,7 @@ export function createEvmFollower(deps: EvmFollowerDeps) {
     const head = Number(await client.getBlockNumber());
     status.head = head;
     let at = (await cursor()) ?? (await initialise(BigInt(head)));
-    while (running && at.height < head) {
+    while (running && !lockLost && at.height < head) {
       const block = await deps.fetchActivity(client, BigInt(at.height + 1));
       if (block.parentHash !== at.hash) {
         await reorganise(at);
@@ -302,6 +333,10 @@ export function createEvmFollower(deps: EvmFollowerDeps) {
     let backoff = deps.pollIntervalMs;
     while (running) {
       try {
+        if (!(await holdLock())) {
+          await sleep(deps.lockRetryMs ?? 2_000);
+          continue;
+        }
         await catchUp();
         status.healthy = true;
         status.lastError = null;
@@ -334,6 +369,9 @@ export function createEvmFollower(deps: EvmFollowerDeps) {
       running = false;
       wakeUp?.();
       await loopDone;
+      const held = lock;
+      lock = undefined;
+      await held?.release();
     },
   };
 }

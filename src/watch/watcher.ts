@@ -2,10 +2,11 @@ import type { Logger } from 'pino';
 import { createPublicClient, fallback, http, type PublicClient } from 'viem';
 import { createTokenInfoCache, fetchBlockActivity } from '../chains/evm/activity.js';
 import type { NetworkCatalog } from '../chains/networks.js';
-import type { Db } from '../store/db.js';
-import type { SubscriptionChange } from '../subscriptions/events.js';
+import type { Db, Store } from '../store/db.js';
+import { SUBSCRIPTIONS_CHANNEL, type SubscriptionChange } from '../subscriptions/events.js';
 import type { AddressIndex } from './address-index.js';
 import { createEvmFollower, type EvmFollower, type FollowerStatus } from './follower.js';
+import { createEvmMempoolWatcher, type EvmMempoolWatcher, type MempoolStatus } from './mempool.js';
 
 export interface WatcherDeps {
   db: Db;
@@ -15,6 +16,10 @@ export interface WatcherDeps {
   pollIntervalMs: number;
   /** Networks followed from the start even without subscriptions (the devnet). */
   alwaysFollow?: string[];
+  /** One follower per network across processes (see Store.tryLock). */
+  tryLock?: Store['tryLock'];
+  /** Subscription changes made by API processes elsewhere arrive by NOTIFY. */
+  listen?: Store['listen'];
 }
 
 export function evmClient(rpcUrls: string[]): PublicClient {
@@ -32,46 +37,78 @@ export function evmClient(rpcUrls: string[]): PublicClient {
  */
 export function createWatcher(deps: WatcherDeps) {
   const followers = new Map<string, EvmFollower>();
+  /** Beside each follower; it polls only while a subscription of its network wants the mempool. */
+  const mempools = new Map<string, EvmMempoolWatcher>();
   let running = false;
+  let unlisten: (() => Promise<void>) | undefined;
+
+  function apply(change: SubscriptionChange): void {
+    deps.index.apply(change);
+    if (change.type === 'upsert') follow(change.subscription.network);
+  }
 
   function follow(name: string): void {
     if (!running || followers.has(name)) return;
     const network = deps.networks.find(name);
     if (network?.family !== 'evm' || network.rpcUrls.length === 0) return;
     const client = evmClient(network.rpcUrls);
+    const tokens = createTokenInfoCache(client);
     const follower = createEvmFollower({
       db: deps.db,
       network,
       client,
       index: deps.index,
       fetchActivity: fetchBlockActivity,
-      tokens: createTokenInfoCache(client),
+      tokens,
       logger: deps.logger,
       pollIntervalMs: deps.pollIntervalMs,
+      acquireLock: deps.tryLock ? () => deps.tryLock!(`follower:${name}`) : undefined,
     });
     followers.set(name, follower);
     follower.start();
+    const mempool = createEvmMempoolWatcher({
+      db: deps.db,
+      network,
+      client,
+      index: deps.index,
+      tokens,
+      logger: deps.logger,
+      pollIntervalMs: deps.pollIntervalMs,
+      isFollowing: () => !follower.status().standby,
+    });
+    mempools.set(name, mempool);
+    mempool.start();
   }
 
   return {
     async start(): Promise<void> {
       running = true;
+      unlisten = await deps.listen?.(SUBSCRIPTIONS_CHANNEL, (payload) => {
+        // Without a payload (after a reconnect) changes may have been missed: reload them all.
+        if (payload) apply(JSON.parse(payload) as SubscriptionChange);
+        else
+          void deps.index
+            .load(deps.db)
+            .catch((err) => deps.logger.error({ err }, 'reloading watched addresses failed'));
+      });
       const loaded = await deps.index.load(deps.db);
       deps.logger.info({ subscriptions: loaded }, 'watched addresses loaded');
       for (const name of [...(deps.alwaysFollow ?? []), ...deps.index.networks()]) follow(name);
     },
     /** Keeps the address index in step with the API; a new network's follower starts at once. */
-    onSubscriptionChange(change: SubscriptionChange): void {
-      deps.index.apply(change);
-      if (change.type === 'upsert') follow(change.subscription.network);
-    },
+    onSubscriptionChange: apply,
     status(): FollowerStatus[] {
       return [...followers.values()].map((f) => f.status());
     },
+    mempoolStatus(): MempoolStatus[] {
+      return [...mempools.values()].map((m) => m.status());
+    },
     async stop(): Promise<void> {
       running = false;
-      await Promise.all([...followers.values()].map((f) => f.stop()));
+      await unlisten?.();
+      await Promise.all([...followers.values(), ...mempools.values()].map((w) => w.stop()));
       followers.clear();
+      mempools.clear();
     },
   };
 }

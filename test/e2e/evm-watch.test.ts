@@ -1,158 +1,27 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { Webhook } from 'standardwebhooks';
-import {
-  type Abi,
-  createPublicClient,
-  createWalletClient,
-  getAddress,
-  type Hex,
-  http,
-  type PublicClient,
-  parseEther,
-  type WalletClient,
-} from 'viem';
-import { privateKeyToAccount } from 'viem/accounts';
+import { type Hex, parseEther } from 'viem';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { type Anvil, startAnvil } from '../../src/chains/evm/anvil.js';
-import { startTestApp, type TestApp } from '../helpers/app.js';
+import { artifact } from '../helpers/anvil.js';
+import { type Body, type Devnet, startDevnet } from '../helpers/devnet.js';
 import { backends } from '../helpers/env.js';
 import { waitFor } from '../helpers/process.js';
-import { type Receiver, startReceiver } from '../helpers/receiver.js';
-
-const artifacts = JSON.parse(
-  fs.readFileSync(new URL('../fixtures/contracts/artifacts.json', import.meta.url), 'utf8'),
-) as Record<string, { abi: Abi; bytecode: Hex }>;
-
-interface Created {
-  id: string;
-  secret: string;
-  callbackToken: string;
-}
-
-type Body = Record<string, unknown>;
 
 describe.each(backends)('watching an EVM chain (anvil) on %s', (backend) => {
-  let anvil: Anvil;
-  let t: TestApp;
-  let receiver: Receiver;
-  let chain: PublicClient;
-  let configDir: string;
-  const wallets: WalletClient[] = [];
-  const addresses: Hex[] = [];
-  const subs = new Map<Hex, Created>();
-
-  /** Every notification received so far for `txHash`, verified with its subscription's secret. */
-  function received(txHash: Hex): Body[] {
-    return receiver.requests
-      .map((r) => ({ r, body: JSON.parse(r.body) as Body }))
-      .filter(({ body }) => body.txId === txHash)
-      .map(({ r, body }) => {
-        const sub = [...subs.values()].find((s) => s.id === body.subscriptionId);
-        expect(sub, `a subscription for ${String(body.subscriptionId)}`).toBeDefined();
-        expect(r.headers.authorization).toBe(`Bearer ${sub!.callbackToken}`);
-        new Webhook(sub!.secret).verify(r.body, {
-          'webhook-id': r.headers['webhook-id'] as string,
-          'webhook-timestamp': r.headers['webhook-timestamp'] as string,
-          'webhook-signature': r.headers['webhook-signature'] as string,
-        });
-        expect(body.id).toBe(r.headers['webhook-id']);
-        return body;
-      });
-  }
-
-  async function receivedAtLeast(txHash: Hex, count: number): Promise<Body[]> {
-    return waitFor(() => {
-      const bodies = received(txHash);
-      return bodies.length >= count ? bodies : undefined;
-    }, `${count} notifications for ${txHash}`);
-  }
-
-  /** Resolves once the follower has processed `height`. */
-  async function processed(height: bigint): Promise<void> {
-    await waitFor(async () => {
-      const ready = await t.request('GET', '/readyz', { token: null });
-      const devnet = (ready.body as { networks: { network: string; height: number | null }[] }).networks.find(
-        (n) => n.network === 'DEVNET',
-      );
-      return devnet?.height !== undefined && devnet.height !== null && devnet.height >= Number(height)
-        ? true
-        : undefined;
-    }, `block ${height} processed`);
-  }
-
-  async function send(from: number, to: Hex, value: bigint): Promise<{ hash: Hex; block: bigint }> {
-    const hash = await wallets[from]!.sendTransaction({
-      to,
-      value,
-      account: wallets[from]!.account!,
-      chain: null,
-    });
-    const receipt = await chain.waitForTransactionReceipt({ hash });
-    return { hash, block: receipt.blockNumber };
-  }
-
-  async function deploy(name: string): Promise<Hex> {
-    const { abi, bytecode } = artifacts[name]!;
-    const hash = await wallets[0]!.deployContract({
-      abi,
-      bytecode,
-      account: wallets[0]!.account!,
-      chain: null,
-    });
-    return getAddress((await chain.waitForTransactionReceipt({ hash })).contractAddress!);
-  }
-
-  async function call(from: number, address: Hex, name: string, fn: string, args: unknown[], gas?: bigint) {
-    const hash = await wallets[from]!.writeContract({
-      address,
-      abi: artifacts[name]!.abi,
-      functionName: fn,
-      args,
-      account: wallets[from]!.account!,
-      chain: null,
-      ...(gas ? { gas } : {}),
-    });
-    const receipt = await chain.waitForTransactionReceipt({ hash });
-    return { hash, block: receipt.blockNumber, status: receipt.status };
-  }
-
-  async function subscribe(address: Hex, extra: Record<string, unknown> = {}): Promise<Created> {
-    const res = await t.request('POST', '/api/v1/subscription', {
-      body: { type: 'ADDRESS_TRANSACTION', attr: { address, chain: 'DEVNET', url: receiver.url }, ...extra },
-    });
-    expect(res.status, res.text).toBe(201);
-    return res.body as Created;
-  }
+  let d: Devnet;
+  let addresses: Hex[];
+  let receiver: Devnet['receiver'];
+  let chain: Devnet['chain'];
+  let subs: Devnet['subs'];
+  const received = (txHash: Hex) => d.received(txHash);
+  const receivedAtLeast = (txHash: Hex, count: number) => d.receivedAtLeast(txHash, count);
+  const processed = (height: bigint) => d.processed(height);
+  const send = (from: number, to: Hex, value: bigint) => d.send(from, to, value);
+  const deploy = (name: Parameters<Devnet['deploy']>[0]) => d.deploy(name);
+  const call = (...args: Parameters<Devnet['call']>) => d.call(...args);
+  const subscribe = (address: Hex, extra?: Record<string, unknown>) => d.subscribe(address, extra);
 
   beforeAll(async () => {
-    anvil = await startAnvil();
-    configDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledgerhook-devnet-'));
-    const configFile = path.join(configDir, 'ledgerhook.json');
-    fs.writeFileSync(
-      configFile,
-      JSON.stringify({
-        networks: { DEVNET: { family: 'evm', chainId: anvil.chainId, symbol: 'ETH', rpc: [anvil.rpcUrl] } },
-      }),
-    );
-    receiver = await startReceiver();
-    t = await startTestApp(
-      backend,
-      { LEDGERHOOK_CONFIG: configFile, LEDGERHOOK_WATCH_POLL_INTERVAL: '50ms' },
-      { alwaysFollow: ['DEVNET'] },
-    );
-    // viem polls for receipts every 4 s by default; anvil mines at once.
-    chain = createPublicClient({ transport: http(anvil.rpcUrl), pollingInterval: 50 });
-    for (const account of anvil.accounts.slice(0, 5)) {
-      wallets.push(
-        createWalletClient({
-          account: privateKeyToAccount(account.privateKey),
-          transport: http(anvil.rpcUrl),
-        }),
-      );
-      addresses.push(getAddress(account.address));
-    }
+    d = await startDevnet(backend);
+    ({ addresses, receiver, chain, subs } = d);
     // alice (1) and bob (2) are watched, each by a subscription of its own; carol (3) is not.
     subs.set(addresses[1]!, await subscribe(addresses[1]!));
     subs.set(addresses[2]!, await subscribe(addresses[2]!));
@@ -160,10 +29,7 @@ describe.each(backends)('watching an EVM chain (anvil) on %s', (backend) => {
   });
 
   afterAll(async () => {
-    await t?.close();
-    await receiver?.close();
-    await anvil?.stop();
-    if (configDir) fs.rmSync(configDir, { recursive: true, force: true });
+    await d?.close();
   });
 
   test('a native transfer between two watched addresses: one notification per subscription, exact bodies', async () => {
@@ -243,7 +109,7 @@ describe.each(backends)('watching an EVM chain (anvil) on %s', (backend) => {
     }
 
     const multi = await deploy('TestMulti');
-    const abi = artifacts.TestMulti!.abi;
+    const abi = artifact('TestMulti').abi;
     const fns = abi.filter((f) => f.type === 'function').map((f) => (f as { name: string }).name);
     expect(fns).toEqual(expect.arrayContaining(['mint', 'safeTransferFrom', 'safeBatchTransferFrom']));
     await call(0, multi, 'TestMulti', 'mint', [addresses[1]!, 1n, 100n]);

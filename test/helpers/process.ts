@@ -41,14 +41,23 @@ function baseEnv(env: Record<string, string>): NodeJS.ProcessEnv {
     'PORT',
     'HOST',
     'LOG_LEVEL',
+    'LEDGERHOOK_ALLOW_CIDRS',
   ])
     delete clean[name];
   return { ...clean, PORT: '0', LOG_LEVEL: 'info', ...env };
 }
 
+export interface ServiceProcessOptions {
+  /** The command line after the binary; `['serve']` by default (e.g. `['serve', '--devnet']`). */
+  args?: string[];
+}
+
 /** Starts `ledgerhook serve` as its own process and waits until it serves. */
-export async function startServiceProcess(env: Record<string, string>): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, [...CLI, 'serve'], {
+export async function startServiceProcess(
+  env: Record<string, string>,
+  options: ServiceProcessOptions = {},
+): Promise<ServiceProcess> {
+  const child = spawn(process.execPath, [...CLI, ...(options.args ?? ['serve'])], {
     cwd: repoRoot,
     env: baseEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],

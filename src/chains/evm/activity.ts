@@ -279,7 +279,7 @@ function isRevert(err: unknown): boolean {
 }
 
 /** The raw answer of a view call; '0x' when the contract reverts or has no code. */
-async function view(client: PublicClient, to: Hex, data: Hex): Promise<Hex> {
+export async function view(client: PublicClient, to: Hex, data: Hex): Promise<Hex> {
   try {
     return await client.request({ method: 'eth_call', params: [{ to, data }, 'latest'] });
   } catch (err) {
