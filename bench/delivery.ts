@@ -7,7 +7,6 @@ import crypto from 'node:crypto';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { sql } from 'drizzle-orm';
-import pg from 'pg';
 import { Agent, request } from 'undici';
 import { PGLITE_SUBDIR } from '../src/app.js';
 import { enqueueNotifications, newNotificationId } from '../src/notify/outbox.js';
@@ -18,10 +17,12 @@ import {
   cleanEnv,
   commCpuDelta,
   commCpuSeconds,
+  createScratchDatabase,
   databaseUrlOption,
   fixed,
   formatTable,
   freePort,
+  isLoopback,
   logLevelOption,
   machineLine,
   makeTempDir,
@@ -599,47 +600,6 @@ async function benchPglite(options: Options, receiver: Receiver): Promise<Ledger
         `first measured request ${((firstAt - spawnedAt) / 1000).toFixed(1)} s after the process was spawned`,
     ],
   };
-}
-
-function isLoopback(databaseUrl: string): boolean {
-  try {
-    const host = new URL(databaseUrl).hostname;
-    return host === 'localhost' || host === '[::1]' || host.startsWith('127.') || host === '';
-  } catch {
-    return false;
-  }
-}
-
-/** A database of its own for this run, dropped at the end (and on errors and signals). */
-async function createScratchDatabase(
-  databaseUrl: string,
-): Promise<{ url: string; drop: () => Promise<void> }> {
-  const name = `lh_bench_${process.pid}`;
-  const admin = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5_000 });
-  await admin.connect();
-  try {
-    await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)}`); // a previous run with our pid
-    await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
-  } finally {
-    await admin.end();
-  }
-  let dropped = false;
-  const drop = async () => {
-    if (dropped) return;
-    dropped = true;
-    const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5_000 });
-    await client.connect();
-    try {
-      await client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [name]);
-      await client.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)}`);
-    } finally {
-      await client.end();
-    }
-  };
-  onCleanup(drop);
-  const url = new URL(databaseUrl);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), drop };
 }
 
 /**

@@ -9,6 +9,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import pg from 'pg';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const TOKEN = /lh_[A-Za-z0-9_-]{32}/;
@@ -52,6 +53,51 @@ export function redact(databaseUrl: string): string {
   } catch {
     return '(unparseable DATABASE_URL)';
   }
+}
+
+export function isLoopback(databaseUrl: string): boolean {
+  try {
+    const host = new URL(databaseUrl).hostname;
+    return host === 'localhost' || host === '[::1]' || host.startsWith('127.') || host === '';
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A database of its own for this run on the server of `databaseUrl`, `lh_bench_<pid>[_<suffix>]`,
+ * dropped at the end (and on errors and signals).
+ */
+export async function createScratchDatabase(
+  databaseUrl: string,
+  suffix?: string,
+): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `lh_bench_${process.pid}${suffix ? `_${suffix}` : ''}`;
+  const admin = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5_000 });
+  await admin.connect();
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)}`); // a previous run with our pid
+    await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
+  } finally {
+    await admin.end();
+  }
+  let dropped = false;
+  const drop = async () => {
+    if (dropped) return;
+    dropped = true;
+    const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5_000 });
+    await client.connect();
+    try {
+      await client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [name]);
+      await client.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)}`);
+    } finally {
+      await client.end();
+    }
+  };
+  onCleanup(drop);
+  const url = new URL(databaseUrl);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop };
 }
 
 export function machineLine(): string {
@@ -290,6 +336,47 @@ export async function serverToken(server: Server, env: NodeJS.ProcessEnv): Promi
 }
 
 // ---------------------------------------------------------------------------------------------
+// JSON-RPC (an EVM node such as anvil), without a client library in between
+
+let rpcId = 0;
+
+export interface RpcCall {
+  method: string;
+  params: unknown[];
+}
+
+/** One JSON-RPC call; throws the node's error. */
+export async function jsonRpc<T>(url: string, method: string, params: unknown[] = []): Promise<T> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: ++rpcId, method, params }),
+  });
+  const body = (await res.json()) as { result?: T; error?: { message: string } };
+  if (body.error) throw new Error(`${method}: ${body.error.message}`);
+  return body.result as T;
+}
+
+/** A JSON-RPC batch, answers in the order of `calls`; throws the first error. */
+export async function jsonRpcBatch<T>(url: string, calls: RpcCall[]): Promise<T[]> {
+  if (calls.length === 0) return [];
+  const first = rpcId + 1;
+  rpcId += calls.length;
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(calls.map((c, i) => ({ jsonrpc: '2.0', id: first + i, ...c }))),
+  });
+  const body = (await res.json()) as Array<{ id: number; result?: T; error?: { message: string } }>;
+  body.sort((a, b) => a.id - b.id);
+  const failed = body.find((b) => b.error);
+  if (failed) throw new Error(`${calls[failed.id - first]?.method}: ${failed.error!.message}`);
+  return body.map((b) => b.result as T);
+}
+
+export const toQuantity = (n: number | bigint) => `0x${n.toString(16)}`;
+
+// ---------------------------------------------------------------------------------------------
 // CPU accounting
 
 const CLOCK_TICKS = 100; // USER_HZ, 100 on Linux for all mainstream architectures
@@ -307,6 +394,30 @@ export function processCpuSeconds(pid: number | undefined): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The pids of this process's children named `comm` (e.g. the anvil a helper spawned), from /proc. */
+export function childPids(comm: string): number[] {
+  const pids: number[] = [];
+  let entries: string[];
+  try {
+    entries = fs.readdirSync('/proc');
+  } catch {
+    return pids;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === process.pid && stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === comm) {
+        pids.push(Number(entry));
+      }
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
 }
 
 /**
@@ -362,6 +473,18 @@ export function formatTable(header: string[], rows: string[][]): string {
     )
     .join('\n');
 }
+
+/** The `q`-quantile (0..1) of sorted values, nearest rank. */
+export function quantile(sorted: readonly number[], q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+}
+
+/** Epoch milliseconds with sub-millisecond precision, comparable between processes of this host. */
+export const now = () => performance.timeOrigin + performance.now();
+
+/** A whole number with thousands separators (1,000,000). */
+export const grouped = (value: number) => Math.round(value).toLocaleString('en-US');
 
 export const fixed = (value: number, digits: number) =>
   Number.isFinite(value) ? value.toFixed(digits) : '-';

@@ -44,7 +44,9 @@ export function createAddressIndex(familyOf: (network: string) => Family | undef
       byNetwork.set(subscription.network, addresses);
     }
     const key = keyOf(subscription.network, subscription.address);
-    addresses.set(key, [...(addresses.get(key) ?? []), subscription]);
+    // Most addresses have one subscription: a one-element array, not a copy of an empty one.
+    const existing = addresses.get(key);
+    addresses.set(key, existing ? [...existing, subscription] : [subscription]);
   }
 
   return {

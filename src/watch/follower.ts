@@ -92,7 +92,14 @@ export function createEvmFollower(deps: EvmFollowerDeps) {
   let loopDone: Promise<void> | undefined;
   let wakeUp: (() => void) | undefined;
 
+  /** Set by a wake-up that came while the loop was busy, so the next sleep returns at once. */
+  let wokenWhileBusy = false;
+
   function sleep(ms: number): Promise<void> {
+    if (wokenWhileBusy) {
+      wokenWhileBusy = false;
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
       const timer = setTimeout(done, ms);
       function done() {
@@ -363,7 +370,8 @@ export function createEvmFollower(deps: EvmFollowerDeps) {
     },
     /** Checks for a new head now (e.g. on a WebSocket newHeads message). */
     wake(): void {
-      wakeUp?.();
+      if (wakeUp) wakeUp();
+      else wokenWhileBusy = true;
     },
     async stop(): Promise<void> {
       running = false;

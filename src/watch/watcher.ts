@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { createPublicClient, fallback, http, type PublicClient } from 'viem';
+import { createPublicClient, fallback, http, type PublicClient, webSocket } from 'viem';
 import { createTokenInfoCache, fetchBlockActivity } from '../chains/evm/activity.js';
 import type { NetworkCatalog } from '../chains/networks.js';
 import type { Db, Store } from '../store/db.js';
@@ -41,6 +41,7 @@ export function createWatcher(deps: WatcherDeps) {
   const mempools = new Map<string, EvmMempoolWatcher>();
   let running = false;
   let unlisten: (() => Promise<void>) | undefined;
+  const headSubscriptions = new Map<string, () => Promise<void>>();
 
   function apply(change: SubscriptionChange): void {
     deps.index.apply(change);
@@ -78,6 +79,45 @@ export function createWatcher(deps: WatcherDeps) {
     });
     mempools.set(name, mempool);
     mempool.start();
+    if (network.wsUrls.length > 0)
+      headSubscriptions.set(name, subscribeToHeads(name, network.wsUrls[0]!, follower));
+  }
+
+  /**
+   * New heads by WebSocket (`newHeads`) wake the follower at once; polling stays the floor, so a
+   * dropped socket (viem reconnects it) only costs latency.
+   */
+  function subscribeToHeads(name: string, url: string, follower: EvmFollower): () => Promise<void> {
+    const log = deps.logger.child({ component: 'heads', network: name });
+    const ws = createPublicClient({
+      transport: webSocket(url, { reconnect: true, keepAlive: true, retryCount: 0 }),
+    });
+    let unsubscribe: (() => Promise<unknown>) | undefined;
+    let closed = false;
+    ws.transport
+      .subscribe({
+        params: ['newHeads'],
+        onData: () => follower.wake(),
+        onError: (err: Error) =>
+          log.warn({ err: err.message }, 'newHeads subscription error; polling continues'),
+      })
+      .then(
+        (subscription) => {
+          unsubscribe = subscription.unsubscribe;
+          if (closed) void unsubscribe().catch(() => {});
+          // Blocks mined while the subscription was being set up brought no event: look now.
+          follower.wake();
+        },
+        (err: Error) => log.warn({ err: err.message }, 'no newHeads subscription; following by polling'),
+      );
+    return async () => {
+      closed = true;
+      await unsubscribe?.().catch(() => {});
+      await ws.transport
+        .getRpcClient()
+        .then((rpc) => rpc.close())
+        .catch(() => {});
+    };
   }
 
   return {
@@ -106,6 +146,8 @@ export function createWatcher(deps: WatcherDeps) {
     async stop(): Promise<void> {
       running = false;
       await unlisten?.();
+      await Promise.all([...headSubscriptions.values()].map((close) => close()));
+      headSubscriptions.clear();
       await Promise.all([...followers.values(), ...mempools.values()].map((w) => w.stop()));
       followers.clear();
       mempools.clear();

@@ -44,6 +44,10 @@ export interface LoggedNotification {
 export interface DevnetOptions {
   /** The service reaches anvil through a JSON-RPC proxy (to play a node that lacks or loses something). */
   proxy?: boolean;
+  /** Give the service anvil's WebSocket endpoint too (newHeads). */
+  websocket?: boolean;
+  /** LEDGERHOOK_WATCH_POLL_INTERVAL (50ms by default). */
+  pollInterval?: string;
 }
 
 export interface Devnet {
@@ -113,7 +117,13 @@ export async function startDevnet(backend: Backend, options: DevnetOptions = {})
       configFile,
       JSON.stringify({
         networks: {
-          DEVNET: { family: 'evm', chainId: anvil.chainId, symbol: 'ETH', rpc: [proxy?.url ?? anvil.rpcUrl] },
+          DEVNET: {
+            family: 'evm',
+            chainId: anvil.chainId,
+            symbol: 'ETH',
+            rpc: [proxy?.url ?? anvil.rpcUrl],
+            ...(options.websocket ? { ws: [anvil.wsUrl] } : {}),
+          },
         },
       }),
     );
@@ -121,7 +131,7 @@ export async function startDevnet(backend: Backend, options: DevnetOptions = {})
     cleanups.push(() => receiver.close());
     const t = await startTestApp(
       backend,
-      { LEDGERHOOK_CONFIG: configFile, LEDGERHOOK_WATCH_POLL_INTERVAL: '50ms' },
+      { LEDGERHOOK_CONFIG: configFile, LEDGERHOOK_WATCH_POLL_INTERVAL: options.pollInterval ?? '50ms' },
       { alwaysFollow: ['DEVNET'] },
     );
     cleanups.push(() => t.close());

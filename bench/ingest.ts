@@ -1,0 +1,807 @@
+// Ingest benchmark (DESIGN.md section 11): EVM blocks and transfers per second through the follower
+// and the matcher with 1,000,000 watched addresses, beside the time to merely fetch the same blocks and
+// receipts from the node in the same run: the limit of this machine and this node.
+// A local anvil chain is built first (native transfers and ERC-20 transfers of a BenchToken, many per
+// block); then the blocks are fetched (the reference), and the follower processes them in this process
+// on embedded PGlite and (with DATABASE_URL) PostgreSQL, from a cursor set just before the first block.
+// Usage: npm run bench:ingest [-- --blocks 100 --transfers-per-block 200 --watched 1000000]
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { PerformanceObserver } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import v8 from 'node:v8';
+import vm from 'node:vm';
+import { sql } from 'drizzle-orm';
+import pino from 'pino';
+import { v7 as uuidv7 } from 'uuid';
+import { type Abi, encodeFunctionData, getAddress, type Hex, type PublicClient } from 'viem';
+import { createAccounts } from '../src/accounts/service.js';
+import { createTokenInfoCache, fetchBlockActivity } from '../src/chains/evm/activity.js';
+import { type Anvil, startAnvil } from '../src/chains/evm/anvil.js';
+import type { EvmBlockActivity } from '../src/chains/evm/types.js';
+import { loadNetworks, type Network, type NetworkCatalog } from '../src/chains/networks.js';
+import { createEnvelope } from '../src/secrets/envelope.js';
+import { type Db, openStore, type Store } from '../src/store/db.js';
+import { createSubscriptions } from '../src/subscriptions/service.js';
+import { type AddressIndex, createAddressIndex } from '../src/watch/address-index.js';
+import { createEvmFollower } from '../src/watch/follower.js';
+import { chainCursors, chainHeaders } from '../src/watch/schema.js';
+import { evmClient } from '../src/watch/watcher.js';
+import {
+  childPids,
+  commCpuDelta,
+  commCpuSeconds,
+  createScratchDatabase,
+  databaseUrlOption,
+  fixed,
+  formatTable,
+  grouped,
+  isLoopback,
+  jsonRpc,
+  jsonRpcBatch,
+  logLevelOption,
+  machineLine,
+  makeTempDir,
+  now,
+  numberOption,
+  onCleanup,
+  percent,
+  processCpuSeconds,
+  ROOT,
+  type RpcCall,
+  redact,
+  runMain,
+  sleep,
+  toQuantity,
+} from './lib.js';
+
+type Backend = 'pglite' | 'postgres';
+
+const NETWORK = 'DEVNET';
+/** ERC-20 transfers per `transferMany` transaction. */
+const BATCH = 20;
+/** Distinct watched addresses the matching transfers go to, each a real subscription in the database. */
+const HIT_POOL = 100;
+const ACCOUNT_ID = '0190a8e4-5b1c-7000-8000-000000000000';
+
+// ---------------------------------------------------------------------------------------------
+// Options
+
+interface Options {
+  blocks: number;
+  transfersPerBlock: number;
+  watched: number;
+  hitRate: number;
+  logLevel: string;
+  databaseUrl: string | undefined;
+  backends: Backend[];
+}
+
+function readOptions(): Options {
+  const { values } = parseArgs({
+    options: {
+      blocks: { type: 'string' },
+      'transfers-per-block': { type: 'string' },
+      watched: { type: 'string' },
+      'hit-rate': { type: 'string' },
+      backends: { type: 'string' },
+      'log-level': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(
+      [
+        'Usage: npm run bench:ingest [-- options]',
+        '  --blocks N               blocks measured (BENCH_BLOCKS, default 100)',
+        '  --transfers-per-block N  transfers per block, half native, half ERC-20 in batches of 20',
+        '                           (BENCH_TRANSFERS_PER_BLOCK, default 200)',
+        '  --watched N              random watched addresses in the matcher (BENCH_WATCHED, default 1000000)',
+        '  --hit-rate R             share of transfers to a watched address, notified (BENCH_HIT_RATE, default 0.01)',
+        '  --backends LIST          pglite,postgres (BENCH_BACKENDS; default pglite, plus postgres with DATABASE_URL)',
+        '  --log-level L            level of the follower logger (BENCH_LOG_LEVEL, default warn)',
+        'DATABASE_URL set: also on that PostgreSQL, in a database created for the run and dropped after it.',
+        '',
+      ].join('\n'),
+    );
+    process.exit(0);
+  }
+  const databaseUrl = databaseUrlOption();
+  const backendsRaw = values.backends ?? process.env.BENCH_BACKENDS;
+  const backends = backendsRaw
+    ? backendsRaw.split(',').map((b) => b.trim())
+    : databaseUrl
+      ? ['pglite', 'postgres']
+      : ['pglite'];
+  for (const b of backends) {
+    if (b !== 'pglite' && b !== 'postgres') throw new Error(`unknown backend "${b}" (pglite, postgres)`);
+  }
+  if (backends.includes('postgres') && !databaseUrl)
+    throw new Error('the postgres backend needs DATABASE_URL');
+  const hitRate = numberOption(values['hit-rate'], 'BENCH_HIT_RATE', 0.01, 0);
+  if (hitRate > 1) throw new Error('BENCH_HIT_RATE must be at most 1');
+  return {
+    blocks: Math.floor(numberOption(values.blocks, 'BENCH_BLOCKS', 100, 1)),
+    transfersPerBlock: Math.floor(
+      numberOption(values['transfers-per-block'], 'BENCH_TRANSFERS_PER_BLOCK', 200, 2),
+    ),
+    watched: Math.floor(numberOption(values.watched, 'BENCH_WATCHED', 1_000_000, 0)),
+    hitRate,
+    logLevel: logLevelOption(values['log-level']),
+    databaseUrl,
+    backends: backends as Backend[],
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The chain
+
+interface Chain {
+  anvil: Anvil;
+  networks: NetworkCatalog;
+  network: Network;
+  first: number;
+  last: number;
+  transactions: number;
+  native: number;
+  erc20: number;
+  /** The watched addresses transfers were sent to (EIP-55), one subscription each. */
+  hitAddresses: Hex[];
+  seconds: number;
+}
+
+interface RpcBlock {
+  hash: Hex;
+  parentHash: Hex;
+  transactions: unknown[];
+}
+
+function benchTokenArtifact(): { abi: Abi; bytecode: Hex } {
+  const file = path.join(ROOT, 'test/fixtures/contracts/artifacts.json');
+  const artifacts = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, { abi: Abi; bytecode: Hex }>;
+  const token = artifacts.BenchToken;
+  if (!token) throw new Error(`${file} has no BenchToken: npx tsx test/fixtures/contracts/build.ts`);
+  return token;
+}
+
+const randomHexAddress = (): Hex => `0x${crypto.randomBytes(20).toString('hex')}`;
+
+/** Mines what is pending and checks that the block took all `expected` transactions. */
+async function mine(url: string, expected: number): Promise<number> {
+  await jsonRpc(url, 'evm_mine');
+  const count = Number(await jsonRpc<Hex>(url, 'eth_getBlockTransactionCountByNumber', ['latest']));
+  if (count !== expected)
+    throw new Error(`the mined block holds ${count} transactions, ${expected} were sent`);
+  return Number(await jsonRpc<Hex>(url, 'eth_blockNumber'));
+}
+
+/**
+ * Builds the measured blocks on an anvil without automining: each block's transactions are sent in
+ * one JSON-RPC batch (anvil signs for its unlocked dev accounts), then `evm_mine`. Half the transfers
+ * are native (dev accounts 1-9 to fresh addresses), half ERC-20 Transfer events of a BenchToken
+ * (`transferMany` from dev account 0, 20 recipients per transaction). Every 1/hitRate-th transfer goes
+ * to one of the watched addresses.
+ */
+async function buildChain(options: Options): Promise<Chain> {
+  const t0 = now();
+  const anvil = await startAnvil({ noMining: true });
+  onCleanup(() => anvil.stop());
+  const url = anvil.rpcUrl;
+  const networks = loadNetworks({}, [
+    {
+      name: NETWORK,
+      aliases: [],
+      family: 'evm',
+      chainId: anvil.chainId,
+      symbol: 'ETH',
+      decimals: 18,
+      rpcUrls: [url],
+      wsUrls: [anvil.wsUrl],
+      indexerUrls: [],
+    },
+  ]);
+  const fees = {
+    maxFeePerGas: toQuantity(100_000_000_000n),
+    maxPriorityFeePerGas: toQuantity(1_000_000_000n),
+  };
+  const accounts = anvil.accounts.map((a) => a.address);
+  const nonces = accounts.map(() => 0);
+  const send = (from: number, tx: Record<string, string>): RpcCall => ({
+    method: 'eth_sendTransaction',
+    params: [{ from: accounts[from], nonce: toQuantity(nonces[from]!++), ...fees, ...tx }],
+  });
+
+  // The token, and a supply for dev account 0, in blocks before the measured ones.
+  const { abi, bytecode } = benchTokenArtifact();
+  const [deployHash] = await jsonRpcBatch<Hex>(url, [
+    send(0, { data: bytecode, gas: toQuantity(3_000_000) }),
+  ]);
+  await mine(url, 1);
+  const token = (await jsonRpc<{ contractAddress: Hex }>(url, 'eth_getTransactionReceipt', [deployHash]))
+    .contractAddress;
+  const mint = encodeFunctionData({ abi, functionName: 'mint', args: [accounts[0], 10n ** 30n] });
+  await jsonRpcBatch(url, [send(0, { to: token, data: mint, gas: toQuantity(200_000) })]);
+  const setupEnd = await mine(url, 1);
+
+  const hitAddresses = Array.from({ length: HIT_POOL }, () => getAddress(randomHexAddress()));
+  let hitCredit = 0;
+  let hits = 0;
+  const recipient = (): Hex => {
+    hitCredit += options.hitRate;
+    if (hitCredit < 1) return randomHexAddress();
+    hitCredit -= 1;
+    return hitAddresses[hits++ % HIT_POOL]!;
+  };
+
+  const native = Math.ceil(options.transfersPerBlock / 2);
+  const erc20 = options.transfersPerBlock - native;
+  let transactions = 0;
+  for (let b = 0; b < options.blocks; b++) {
+    const calls: RpcCall[] = [];
+    for (let i = 0; i < native; i++) {
+      const value = BigInt(1 + Math.floor(Math.random() * 1e15));
+      calls.push(send(1 + (i % 9), { to: recipient(), value: toQuantity(value), gas: toQuantity(21_000) }));
+    }
+    for (let done = 0; done < erc20; done += BATCH) {
+      const to = Array.from({ length: Math.min(BATCH, erc20 - done) }, recipient);
+      const data = encodeFunctionData({ abi, functionName: 'transferMany', args: [to, 1_000_000n] });
+      calls.push(send(0, { to: token, data, gas: toQuantity(80_000 + 40_000 * to.length) }));
+    }
+    await jsonRpcBatch(url, calls);
+    await mine(url, calls.length);
+    transactions += calls.length;
+    if ((b + 1) % 25 === 0 && b + 1 < options.blocks)
+      process.stdout.write(`  built ${b + 1} of ${options.blocks} blocks\n`);
+  }
+  return {
+    anvil,
+    networks,
+    network: networks.find(NETWORK)!,
+    first: setupEnd + 1,
+    last: setupEnd + options.blocks,
+    transactions,
+    native: native * options.blocks,
+    erc20: erc20 * options.blocks,
+    hitAddresses,
+    seconds: (now() - t0) / 1000,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measurement
+
+interface Row {
+  label: string;
+  blocks: number;
+  transfers: number;
+  seconds: number;
+  notifications: number | undefined;
+  /** Percent of one core: this process (follower, matcher and PGlite), anvil, local postgres processes. */
+  benchCpu: number | undefined;
+  anvilCpu: number | undefined;
+  postgresCpu: number | undefined;
+}
+
+interface CpuMark {
+  at: number;
+  self: number;
+  anvil: number | undefined;
+  postgres: Map<number, number> | undefined;
+}
+
+function cpuMark(anvilPid: number | undefined, postgres: boolean): CpuMark {
+  const self = process.cpuUsage();
+  return {
+    at: now(),
+    self: (self.user + self.system) / 1e6,
+    anvil: processCpuSeconds(anvilPid),
+    postgres: postgres ? commCpuSeconds('postgres') : undefined,
+  };
+}
+
+function cpuShares(a: CpuMark, b: CpuMark) {
+  const seconds = (b.at - a.at) / 1000;
+  const pct = (x: number | undefined, y: number | undefined) =>
+    x === undefined || y === undefined ? undefined : ((y - x) / seconds) * 100;
+  const pg = commCpuDelta(a.postgres, b.postgres);
+  return {
+    seconds,
+    benchCpu: pct(a.self, b.self),
+    anvilCpu: pct(a.anvil, b.anvil),
+    postgresCpu: pg === undefined ? undefined : (pg / seconds) * 100,
+  };
+}
+
+/**
+ * The limit: each block with its transactions (`eth_getBlockByNumber`, full) and then its receipts
+ * (`eth_getBlockReceipts` by hash), one after the other like the follower, parsed from JSON and
+ * nothing more.
+ */
+async function rawFetch(chain: Chain, label: string, transfers: number, anvilPid?: number): Promise<Row> {
+  const url = chain.anvil.rpcUrl;
+  const a = cpuMark(anvilPid, false);
+  for (let n = chain.first; n <= chain.last; n++) {
+    const block = await jsonRpc<RpcBlock>(url, 'eth_getBlockByNumber', [toQuantity(n), true]);
+    const receipts = await jsonRpc<unknown[]>(url, 'eth_getBlockReceipts', [block.hash]);
+    if (receipts.length !== block.transactions.length) throw new Error(`block ${n}: receipts missing`);
+  }
+  const b = cpuMark(anvilPid, false);
+  return {
+    label,
+    blocks: chain.last - chain.first + 1,
+    transfers,
+    notifications: undefined,
+    ...cpuShares(a, b),
+  };
+}
+
+/** What the follower does per block before matching: viem's getBlock and getBlockReceipts, then extraction. */
+async function fetchAndExtract(
+  chain: Chain,
+  anvilPid: number | undefined,
+): Promise<{ row: Row; blocks: EvmBlockActivity[] }> {
+  const client = evmClient([chain.anvil.rpcUrl]);
+  const blocks: EvmBlockActivity[] = [];
+  const a = cpuMark(anvilPid, false);
+  for (let n = chain.first; n <= chain.last; n++) blocks.push(await fetchBlockActivity(client, BigInt(n)));
+  const b = cpuMark(anvilPid, false);
+  const transfers = blocks.reduce((sum, block) => sum + block.transfers.length, 0);
+  return {
+    row: {
+      label: 'viem fetch + extract (fetchBlockActivity)',
+      blocks: blocks.length,
+      transfers,
+      notifications: undefined,
+      ...cpuShares(a, b),
+    },
+    blocks,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The matcher's index
+
+let gcFunction: (() => void) | undefined;
+/** A full garbage collection, so heap figures before and after mean what is retained. */
+function gc(): void {
+  if (!gcFunction) {
+    v8.setFlagsFromString('--expose-gc');
+    gcFunction = vm.runInNewContext('gc') as () => void;
+  }
+  gcFunction();
+  gcFunction();
+}
+
+/**
+ * `count` random addresses in mixed case, as flat strings, like the EIP-55 forms the API stores (the
+ * index then keeps a lower-case key beside each; checksumming a million addresses would take ~30 s).
+ */
+function randomWatchedAddresses(count: number): string[] {
+  const hex = Buffer.from('0123456789abcdef0123456789ABCDEF');
+  const out = new Array<string>(count);
+  const line = Buffer.alloc(42);
+  line.write('0x', 0, 'latin1');
+  const chunk = 10_000;
+  for (let start = 0; start < count; start += chunk) {
+    const random = crypto.randomBytes(chunk * 40);
+    for (let i = 0; i < chunk && start + i < count; i++) {
+      for (let c = 0; c < 40; c++) {
+        const r = random[i * 40 + c]!;
+        const nibble = r & 15;
+        line[2 + c] = hex[nibble + (nibble > 9 && r & 16 ? 16 : 0)]!;
+      }
+      out[start + i] = line.toString('latin1');
+    }
+  }
+  return out;
+}
+
+interface IndexReport {
+  index: AddressIndex;
+  addresses: number;
+  applySeconds: number;
+  heapBytes: number;
+  rssBytes: number;
+}
+
+/** The matcher's index with `count` watched addresses (one subscription each), as the API would fill it. */
+function buildIndex(chain: Chain, count: number): IndexReport {
+  const index = createAddressIndex((name) => chain.networks.find(name)?.family);
+  gc();
+  const before = process.memoryUsage();
+  let changes = randomWatchedAddresses(count).map((address) => ({
+    type: 'upsert' as const,
+    subscription: {
+      // As the subscription service makes them (crypto.randomUUID() would retain ~490 bytes: a rope).
+      id: uuidv7(),
+      // A string of its own per subscription, as rows loaded from the database (or the API's
+      // principal, read per request) give them.
+      accountId: Buffer.from(ACCOUNT_ID, 'latin1').toString('latin1'),
+      network: NETWORK,
+      address,
+      confirmations: 1,
+      mempool: false,
+    },
+  }));
+  const t0 = now();
+  for (const change of changes) index.apply(change);
+  const applySeconds = (now() - t0) / 1000;
+  changes = [];
+  gc();
+  const after = process.memoryUsage();
+  return {
+    index,
+    addresses: index.size(),
+    applySeconds,
+    heapBytes: after.heapUsed - before.heapUsed,
+    rssBytes: after.rss - before.rss,
+  };
+}
+
+/** Lookups per second in the index, for the from and to of every transfer of the chain (repeated). */
+function lookupRate(index: AddressIndex, blocks: EvmBlockActivity[]): { perSecond: number; matched: number } {
+  const addresses = blocks.flatMap((b) => b.transfers.flatMap((t) => [t.from, t.to]));
+  let lookups = 0;
+  let matched = 0;
+  const t0 = now();
+  do {
+    matched = 0;
+    for (const address of addresses) matched += index.lookup(NETWORK, address).length;
+    lookups += addresses.length;
+  } while (now() - t0 < 500);
+  return { perSecond: lookups / ((now() - t0) / 1000), matched };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The follower
+
+interface FollowerResult {
+  row: Row;
+  notes: string[];
+}
+
+const rowsOf = <T>(result: unknown): T[] => (result as { rows: T[] }).rows;
+
+/**
+ * On a migrated store: the default account, one subscription per watched address that transfers go
+ * to (through the subscription service, which also puts them in the index), the cursor set to the
+ * block before the first measured one; then the follower, timed from its start to its cursor reaching
+ * the last block.
+ */
+async function runFollower(
+  backend: Backend,
+  store: Store,
+  chain: Chain,
+  index: AddressIndex,
+  expected: { transfers: number; notifications: number },
+  options: Options,
+  anvilPid: number | undefined,
+  postgresLocal: boolean,
+): Promise<FollowerResult> {
+  const { db } = store;
+  await store.migrate();
+  const issued = await createAccounts({ db }).bootstrap();
+  if (!issued) throw new Error(`${backend}: the database already had accounts`);
+  const subscriptions = createSubscriptions({
+    db,
+    envelope: createEnvelope(crypto.randomBytes(32)),
+    networks: chain.networks,
+    urls: { checkUrl: async () => {} },
+    onChange: (change) => index.apply(change),
+  });
+  const created: string[] = [];
+  for (const address of chain.hitAddresses) {
+    const sub = await subscriptions.create(issued.info.accountId, {
+      type: 'ADDRESS_TRANSACTION',
+      attr: { address, chain: NETWORK, url: 'http://127.0.0.1:9/hook' },
+      mempool: false,
+    });
+    created.push(sub.id);
+  }
+  try {
+    const before = await jsonRpc<RpcBlock>(chain.anvil.rpcUrl, 'eth_getBlockByNumber', [
+      toQuantity(chain.first - 1),
+      false,
+    ]);
+    await db.insert(chainCursors).values({
+      network: NETWORK,
+      height: chain.first - 1,
+      hash: before.hash,
+      updatedAt: new Date(),
+    });
+    await db.insert(chainHeaders).values({
+      network: NETWORK,
+      height: chain.first - 1,
+      hash: before.hash,
+      parentHash: before.parentHash,
+    });
+
+    const client: PublicClient = evmClient([chain.anvil.rpcUrl]);
+    let fetchMs = 0;
+    let transactionMs = 0;
+    // The same database, with the time spent in transactions (a block's notifications, headers and
+    // cursor are written in one) added up.
+    const timedDb = new Proxy(db, {
+      get(target, property) {
+        if (property === 'transaction') {
+          return async (...args: Parameters<Db['transaction']>) => {
+            const t = now();
+            try {
+              return await target.transaction(...args);
+            } finally {
+              transactionMs += now() - t;
+            }
+          };
+        }
+        const value = Reflect.get(target, property, target) as unknown;
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const follower = createEvmFollower({
+      db: timedDb,
+      network: chain.network,
+      client,
+      index,
+      fetchActivity: async (c, n) => {
+        const t = now();
+        try {
+          return await fetchBlockActivity(c, n);
+        } finally {
+          fetchMs += now() - t;
+        }
+      },
+      tokens: createTokenInfoCache(client),
+      logger: pino({ level: options.logLevel }),
+      pollIntervalMs: 1_000,
+    });
+    process.stdout.write(`  ${backend}: following ${chain.last - chain.first + 1} blocks... `);
+    let gcMs = 0;
+    const gcObserver = new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) gcMs += entry.duration;
+    });
+    gcObserver.observe({ entryTypes: ['gc'] });
+    const a = cpuMark(anvilPid, postgresLocal);
+    let b: CpuMark;
+    follower.start();
+    onCleanup(() => follower.stop()); // on a signal: before the database is dropped under it
+    const deadline = Date.now() + 600_000;
+    try {
+      for (;;) {
+        const status = follower.status();
+        if (status.height === chain.last) {
+          b = cpuMark(anvilPid, postgresLocal);
+          break;
+        }
+        if (status.lastError) throw new Error(`${backend}: the follower failed: ${status.lastError}`);
+        if (Date.now() > deadline)
+          throw new Error(`${backend}: the follower is at ${status.height} after 600 s`);
+        await sleep(1);
+      }
+    } finally {
+      gcObserver.disconnect();
+      await follower.stop();
+    }
+    const shares = cpuShares(a, b);
+
+    const [counts] = rowsOf<{ n: number; pending: number }>(
+      await db.execute(
+        sql`SELECT count(*)::int AS n, count(*) FILTER (WHERE state = 'pending')::int AS pending
+            FROM notifications WHERE chain = ${NETWORK}`,
+      ),
+    );
+    const notifications = counts?.n ?? 0;
+    if (notifications !== expected.notifications) {
+      throw new Error(
+        `${backend}: ${notifications} notifications written, ${expected.notifications} expected`,
+      );
+    }
+    const blocks = chain.last - chain.first + 1;
+    const restMs = shares.seconds * 1000 - fetchMs - transactionMs;
+    const share = (ms: number) => percent((ms / (shares.seconds * 1000)) * 100);
+    process.stdout.write(`${fixed(shares.seconds, 2)} s\n`);
+    return {
+      row: {
+        label: `follower + matcher, ${backend}`,
+        blocks,
+        transfers: expected.transfers,
+        notifications,
+        ...shares,
+      },
+      notes: [
+        `${backend}: per block ${fixed((shares.seconds * 1000) / blocks, 1)} ms = fetch + extract ` +
+          `${fixed(fetchMs / blocks, 1)} ms (${share(fetchMs)}) + write transaction ` +
+          `${fixed(transactionMs / blocks, 1)} ms (${share(transactionMs)}) + match, build notifications, ` +
+          `rest ${fixed(restMs / blocks, 1)} ms (${share(restMs)}); garbage collection paused it ` +
+          `${fixed(gcMs / blocks, 1)} ms per block (${share(gcMs)}, counted in the parts above); ` +
+          `${notifications} notifications written (${counts?.pending ?? 0} pending), as expected`,
+      ],
+    };
+  } finally {
+    for (const id of created) index.apply({ type: 'remove', id });
+  }
+}
+
+async function benchPglite(
+  chain: Chain,
+  index: AddressIndex,
+  expected: { transfers: number; notifications: number },
+  options: Options,
+  anvilPid: number | undefined,
+): Promise<FollowerResult> {
+  const dir = makeTempDir('ledgerhook-bench-ingest-');
+  const store = await openStore({ pgliteDir: path.join(dir, 'pglite') });
+  try {
+    return await runFollower('pglite', store, chain, index, expected, options, anvilPid, false);
+  } finally {
+    await store.close();
+  }
+}
+
+async function benchPostgres(
+  chain: Chain,
+  index: AddressIndex,
+  expected: { transfers: number; notifications: number },
+  options: Options,
+  anvilPid: number | undefined,
+): Promise<FollowerResult> {
+  const scratch = await createScratchDatabase(options.databaseUrl!, 'ingest');
+  try {
+    const store = await openStore({ databaseUrl: scratch.url, onError: () => {} });
+    try {
+      const result = await runFollower(
+        'postgres',
+        store,
+        chain,
+        index,
+        expected,
+        options,
+        anvilPid,
+        isLoopback(options.databaseUrl!),
+      );
+      if (!isLoopback(options.databaseUrl!))
+        result.notes.push('postgres cpu not measured (not on this host)');
+      return result;
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await scratch.drop();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run
+
+function formatRows(rows: Row[], reference: Row): string {
+  const perSecond = (r: Row, n: number) => n / r.seconds;
+  return formatTable(
+    [
+      'pass',
+      'blocks',
+      'transfers',
+      'seconds',
+      'blocks/s',
+      'transfers/s',
+      'ratio to raw fetch',
+      'notifications',
+      'bench cpu',
+      'anvil cpu',
+      'postgres cpu',
+    ],
+    rows.map((r) => [
+      r.label,
+      String(r.blocks),
+      String(r.transfers),
+      fixed(r.seconds, 2),
+      fixed(perSecond(r, r.blocks), 1),
+      String(Math.round(perSecond(r, r.transfers))),
+      fixed(reference.seconds / r.seconds, 3),
+      r.notifications === undefined ? '-' : String(r.notifications),
+      percent(r.benchCpu),
+      percent(r.anvilCpu),
+      percent(r.postgresCpu),
+    ]),
+  );
+}
+
+function meanRow(label: string, a: Row, b: Row): Row {
+  const avg = (x: number | undefined, y: number | undefined) =>
+    x === undefined || y === undefined ? undefined : (x + y) / 2;
+  return {
+    label,
+    blocks: a.blocks,
+    transfers: a.transfers,
+    seconds: (a.seconds + b.seconds) / 2,
+    notifications: undefined,
+    benchCpu: avg(a.benchCpu, b.benchCpu),
+    anvilCpu: avg(a.anvilCpu, b.anvilCpu),
+    postgresCpu: undefined,
+  };
+}
+
+const MB = 1024 * 1024;
+
+async function main(): Promise<void> {
+  const options = readOptions();
+  process.stdout.write(
+    `bench:ingest: ${options.blocks} blocks of ${options.transfersPerBlock} transfers, ` +
+      `${grouped(options.watched)} watched addresses, hit rate ${options.hitRate}; ` +
+      `${options.backends.join(' and ')}${options.databaseUrl && options.backends.includes('postgres') ? ` (${redact(options.databaseUrl)})` : ''}; ` +
+      `${machineLine()}\n`,
+  );
+
+  process.stdout.write(
+    '  building the chain on anvil (automine off, a JSON-RPC batch then evm_mine per block)...\n',
+  );
+  const chain = await buildChain(options);
+  const anvilPid = childPids('anvil')[0];
+  process.stdout.write(
+    `  chain: blocks ${chain.first}-${chain.last}, ${grouped(chain.transactions)} transactions, built in ${fixed(chain.seconds, 1)} s\n`,
+  );
+
+  // Unmeasured: anvil's first answers for a block are slower, and the JIT warms up.
+  const { row: extractRow, blocks } = await fetchAndExtract(chain, anvilPid);
+  const transfers = extractRow.transfers;
+  const planned = chain.native + chain.erc20;
+  if (transfers !== planned) throw new Error(`the chain holds ${transfers} transfers, ${planned} were sent`);
+
+  process.stdout.write(`  matcher: indexing ${grouped(options.watched)} watched addresses... `);
+  const built = buildIndex(chain, options.watched);
+  process.stdout.write(`${fixed(built.applySeconds, 1)} s\n`);
+  const hitSet = new Set(chain.hitAddresses.map((a) => a.toLowerCase()));
+  // One notification per watching subscription: the sender's and the recipient's (one if the same).
+  const watchedBy = (address: string) => (hitSet.has(address.toLowerCase()) ? 1 : 0);
+  const notifications = blocks.reduce(
+    (sum, b) =>
+      sum + b.transfers.reduce((n, t) => n + watchedBy(t.from) + (t.to === t.from ? 0 : watchedBy(t.to)), 0),
+    0,
+  );
+  const expected = { transfers, notifications };
+
+  process.stdout.write('  raw fetch (before)... ');
+  const before = await rawFetch(chain, 'raw fetch (before)', transfers, anvilPid);
+  process.stdout.write(`${fixed(before.seconds, 2)} s\n  viem fetch + extract... `);
+  const extract = (await fetchAndExtract(chain, anvilPid)).row;
+  process.stdout.write(`${fixed(extract.seconds, 2)} s\n`);
+
+  const results: FollowerResult[] = [];
+  for (const backend of options.backends) {
+    results.push(
+      backend === 'pglite'
+        ? await benchPglite(chain, built.index, expected, options, anvilPid)
+        : await benchPostgres(chain, built.index, expected, options, anvilPid),
+    );
+  }
+
+  const lookups = lookupRate(built.index, blocks);
+  process.stdout.write('  raw fetch (after)... ');
+  const after = await rawFetch(chain, 'raw fetch (after)', transfers, anvilPid);
+  process.stdout.write(`${fixed(after.seconds, 2)} s\n`);
+  const reference = meanRow('raw fetch: block + receipts (reference)', before, after);
+  const spread = Math.abs(before.seconds - after.seconds) / reference.seconds;
+
+  process.stdout.write(
+    [
+      '',
+      `chain: ${options.blocks} blocks, ${grouped(transfers)} transfers (${grouped(chain.native)} native, ` +
+        `${grouped(chain.erc20)} ERC-20 in batches of ${BATCH}) in ${grouped(chain.transactions)} transactions; ` +
+        `${grouped(notifications)} transfers to watched addresses (hit rate ${options.hitRate})`,
+      formatRows([reference, extract, ...results.map((r) => r.row)], reference),
+      `reference: mean of the raw fetch before (${fixed(before.seconds, 2)} s) and after (${fixed(after.seconds, 2)} s) ` +
+        `the follower runs, spread ${(spread * 100).toFixed(0)}%` +
+        `${spread > 0.15 ? ': the machine was busy, treat the ratios as rough' : ''}`,
+      `matcher: ${grouped(built.addresses)} watched addresses (plus ${HIT_POOL} subscribed per backend) indexed in ` +
+        `${fixed(built.applySeconds, 2)} s; heap +${fixed(built.heapBytes / MB, 0)} MB ` +
+        `(${Math.round(built.heapBytes / Math.max(1, built.addresses))} bytes/address), rss +${fixed(built.rssBytes / MB, 0)} MB; ` +
+        `${grouped(lookups.perSecond)} lookups/s alone (2 per transfer)`,
+      ...results.flatMap((r) => r.notes),
+      'ratio to raw fetch: the reference seconds over the pass seconds (1 = as fast as merely fetching).',
+      'cpu: percent of one core over the pass: this process (viem, matcher, follower, PGlite), anvil, and',
+      'all postgres processes of this host (other users of that server count too).',
+      '',
+    ].join('\n'),
+  );
+}
+
+runMain('bench:ingest', main); // cleans up: stops anvil, removes temp dirs, drops the database
