@@ -20,6 +20,8 @@ export interface Network {
   wsUrls: string[];
   /** Algorand indexer endpoints. */
   indexerUrls: string[];
+  /** The node API where a family has several: Bitcoin 'esplora' (REST, the default) or 'bitcoind' (JSON-RPC). */
+  api?: string;
   /** How addresses are written, for error messages. */
   addressFormat: string;
   /** Confirmations a subscription waits for unless it asks otherwise. */
@@ -141,6 +143,7 @@ interface FileNetwork {
   indexer?: string[] | string;
   aliases?: string[];
   confirmations?: number;
+  api?: string;
 }
 
 function urls(value: unknown, where: string): string[] {
@@ -228,6 +231,7 @@ export function loadNetworks(
         indexerUrls:
           spec.indexer !== undefined ? urls(spec.indexer, `${where}.indexer`) : (base?.indexerUrls ?? []),
         confirmations: spec.confirmations,
+        api: spec.api ?? base?.api,
       });
     }
   }
@@ -239,6 +243,16 @@ export function loadNetworks(
     if (ws?.trim()) n.wsUrls = urls(ws, `LEDGERHOOK_WS_${n.name}`);
     const indexer = env[`LEDGERHOOK_INDEXER_${n.name}`];
     if (indexer?.trim()) n.indexerUrls = urls(indexer, `LEDGERHOOK_INDEXER_${n.name}`);
+    const api = env[`LEDGERHOOK_API_${n.name}`]?.trim();
+    if (api) n.api = api;
+  }
+  for (const n of byName.values()) {
+    if (n.api !== undefined && !(n.family === 'bitcoin' && ['esplora', 'bitcoind'].includes(n.api))) {
+      throw new ConfigError(
+        `LEDGERHOOK_API_${n.name}`,
+        `must be esplora or bitcoind, for a Bitcoin network (got "${n.api}")`,
+      );
+    }
   }
 
   const networks = [...byName.values()].map((n) => withDerived(n, n.confirmations));

@@ -1,0 +1,62 @@
+import { isInteger, parse } from 'lossless-json';
+import { request } from 'undici';
+import { UpstreamUnavailableError } from '../errors.js';
+
+/**
+ * JSON with every integer as a bigint and every other number as its exact decimal text, so that
+ * amounts and ids beyond 2^53 survive (JSON.parse would round them through a float).
+ */
+export function parseExactJson(text: string): unknown {
+  return parse(text, undefined, (value) => (isInteger(value) ? BigInt(value) : value));
+}
+
+export interface NodeResponse {
+  status: number;
+  /** The body parsed with parseExactJson, or undefined when it is not JSON. */
+  json: unknown;
+  text: string;
+}
+
+export interface NodeRequest {
+  method?: 'GET' | 'POST';
+  headers?: Record<string, string>;
+  body?: string;
+  timeoutMs?: number;
+}
+
+/**
+ * A request to a chain node or indexer. A node that cannot be reached, times out or answers 5xx
+ * or 429 is an UpstreamUnavailableError (HTTP 503 with Retry-After); other answers are returned.
+ */
+export async function nodeRequest(url: string, options: NodeRequest = {}): Promise<NodeResponse> {
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const host = new URL(url).host;
+  let status: number;
+  let text: string;
+  try {
+    const response = await request(url, {
+      method: options.method ?? 'GET',
+      headers: { accept: 'application/json', ...options.headers },
+      body: options.body,
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    status = response.statusCode;
+    text = await response.body.text();
+  } catch (err) {
+    const reason =
+      (err as Error).name === 'TimeoutError'
+        ? `did not answer within ${timeoutMs} ms`
+        : 'could not be reached';
+    throw new UpstreamUnavailableError(`The node at ${host} ${reason}`);
+  }
+  if (status >= 500 || status === 429) {
+    throw new UpstreamUnavailableError(`The node at ${host} answered ${status}`);
+  }
+  let json: unknown;
+  try {
+    json = text === '' ? undefined : parseExactJson(text);
+  } catch {
+    json = undefined;
+  }
+  return { status, json, text };
+}
