@@ -5,7 +5,8 @@ export default defineConfig({
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
     pool: 'forks',
-    testTimeout: 30_000,
+    // Process-level end-to-end tests start real services; their waits carry their own deadlines.
+    testTimeout: 90_000,
     hookTimeout: 60_000,
   },
 });

@@ -19,6 +19,7 @@ import { type Db, openStore, type Store } from './store/db.js';
 import { acquireDataDirLock, type DataDirLock } from './store/lock.js';
 import { settings } from './store/schema.js';
 import { createSubscriptions } from './subscriptions/service.js';
+import { createTransactions } from './transactions/service.js';
 import { createAddressIndex } from './watch/address-index.js';
 import { createWatcher, type Watcher } from './watch/watcher.js';
 
@@ -212,6 +213,7 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       accounts,
       registries,
       subscriptions,
+      transactions: createTransactions({ db: store.db, networks: config.networks }),
       serveApi: config.roles.has('api'),
       metrics,
       checkReady: () => store.ping(),

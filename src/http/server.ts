@@ -7,6 +7,8 @@ import { registerRegistryRoutes } from '../registry/routes.js';
 import type { Registries } from '../registry/service.js';
 import { registerSubscriptionRoutes } from '../subscriptions/routes.js';
 import type { Subscriptions } from '../subscriptions/service.js';
+import { registerTransactionRoutes } from '../transactions/routes.js';
+import type { Transactions } from '../transactions/service.js';
 import type { FollowerStatus } from '../watch/follower.js';
 import { requireBearerToken } from './auth.js';
 import type { Metrics } from './metrics.js';
@@ -25,6 +27,7 @@ export interface HttpServerDeps {
   accounts: Accounts;
   registries: Registries;
   subscriptions: Subscriptions;
+  transactions: Transactions;
   /** Whether /api/v1 is served (the api role); health, readiness and metrics always are. */
   serveApi: boolean;
   metrics: Metrics;
@@ -145,6 +148,7 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
         requireBearerToken(api, deps.accounts);
         registerRegistryRoutes(api, deps.registries);
         registerSubscriptionRoutes(api, deps.subscriptions);
+        registerTransactionRoutes(api, deps.transactions);
       },
       { prefix: '/api/v1' },
     );

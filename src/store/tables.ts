@@ -4,5 +4,6 @@ export * from '../idempotency/schema.js';
 export * from '../notify/schema.js';
 export * from '../registry/schema.js';
 export * from '../subscriptions/schema.js';
+export * from '../transactions/schema.js';
 export * from '../watch/schema.js';
 export * from './schema.js';

@@ -22,6 +22,14 @@ export interface WatcherDeps {
   listen?: Store['listen'];
 }
 
+interface WebSocketSubscriber {
+  subscribe(args: {
+    params: ['newHeads'];
+    onData: (data: unknown) => void;
+    onError: (err: Error) => void;
+  }): Promise<{ unsubscribe: () => Promise<unknown> }>;
+}
+
 export function evmClient(rpcUrls: string[]): PublicClient {
   const transports = rpcUrls.map((url) => http(url, { timeout: 10_000, retryCount: 0 }));
   // cacheTime 0: viem would otherwise answer getBlockNumber from a 4 s cache, delaying every block.
@@ -85,38 +93,65 @@ export function createWatcher(deps: WatcherDeps) {
 
   /**
    * New heads by WebSocket (`newHeads`) wake the follower at once; polling stays the floor, so a
-   * dropped socket (viem reconnects it) only costs latency.
+   * dropped socket only costs latency. Reconnection is ours (with backoff, logged once per
+   * failure): viem's own reconnect loop prints its failures to the console.
    */
   function subscribeToHeads(name: string, url: string, follower: EvmFollower): () => Promise<void> {
     const log = deps.logger.child({ component: 'heads', network: name });
-    const ws = createPublicClient({
-      transport: webSocket(url, { reconnect: true, keepAlive: true, retryCount: 0 }),
-    });
-    let unsubscribe: (() => Promise<unknown>) | undefined;
     let closed = false;
-    ws.transport
-      .subscribe({
-        params: ['newHeads'],
-        onData: () => follower.wake(),
-        onError: (err: Error) =>
-          log.warn({ err: err.message }, 'newHeads subscription error; polling continues'),
-      })
-      .then(
-        (subscription) => {
-          unsubscribe = subscription.unsubscribe;
-          if (closed) void unsubscribe().catch(() => {});
-          // Blocks mined while the subscription was being set up brought no event: look now.
-          follower.wake();
-        },
-        (err: Error) => log.warn({ err: err.message }, 'no newHeads subscription; following by polling'),
-      );
+    let backoffMs = 1_000;
+    let current: { client: PublicClient; unsubscribe?: () => Promise<unknown> } | undefined;
+    let retry: NodeJS.Timeout | undefined;
+
+    const drop = async () => {
+      const was = current;
+      current = undefined;
+      await was?.unsubscribe?.().catch(() => {});
+      await was?.client.transport
+        .getRpcClient()
+        .then((rpc: { close(): void }) => rpc.close())
+        .catch(() => {});
+    };
+    const reconnectLater = (why: string) => {
+      if (closed || retry) return;
+      log.warn({ err: why, retryInMs: backoffMs }, 'newHeads unavailable; following by polling meanwhile');
+      void drop();
+      retry = setTimeout(() => {
+        retry = undefined;
+        connect();
+      }, backoffMs);
+      retry.unref();
+      backoffMs = Math.min(60_000, backoffMs * 2);
+    };
+    function connect(): void {
+      if (closed) return;
+      const client = createPublicClient({
+        transport: webSocket(url, { reconnect: false, keepAlive: true, retryCount: 0 }),
+      });
+      const attempt = { client } as { client: PublicClient; unsubscribe?: () => Promise<unknown> };
+      current = attempt;
+      (client.transport as unknown as WebSocketSubscriber)
+        .subscribe({
+          params: ['newHeads'],
+          onData: () => follower.wake(),
+          onError: (err: Error) => reconnectLater(err.message),
+        })
+        .then(
+          (subscription) => {
+            attempt.unsubscribe = subscription.unsubscribe;
+            if (closed || current !== attempt) void subscription.unsubscribe().catch(() => {});
+            backoffMs = 1_000;
+            // Blocks mined while the subscription was being set up brought no event: look now.
+            follower.wake();
+          },
+          (err: Error) => reconnectLater(err.message),
+        );
+    }
+    connect();
     return async () => {
       closed = true;
-      await unsubscribe?.().catch(() => {});
-      await ws.transport
-        .getRpcClient()
-        .then((rpc) => rpc.close())
-        .catch(() => {});
+      if (retry) clearTimeout(retry);
+      await drop();
     };
   }
 

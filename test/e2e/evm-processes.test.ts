@@ -62,6 +62,7 @@ function serviceEnv(environment: TestEnvironment, chain: Chain, extra: Record<st
     LOG_LEVEL: 'info',
     LEDGERHOOK_CONFIG: chain.configFile,
     LEDGERHOOK_WATCH_POLL_INTERVAL: '50ms',
+    LEDGERHOOK_ROLES: 'all',
     ...extra,
   };
 }

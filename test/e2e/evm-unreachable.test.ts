@@ -36,7 +36,7 @@ describe('a network whose node cannot be reached', () => {
     );
     t = await startTestApp(
       'pglite',
-      { LEDGERHOOK_CONFIG: configFile, LEDGERHOOK_WATCH_POLL_INTERVAL: '50ms' },
+      { LEDGERHOOK_CONFIG: configFile, LEDGERHOOK_WATCH_POLL_INTERVAL: '50ms', LEDGERHOOK_ROLES: 'all' },
       { alwaysFollow: ['DEAD'] },
     );
   });

@@ -36,6 +36,8 @@ export interface TestResponse {
  */
 export const TEST_SERVICE_ENV: Record<string, string> = {
   PORT: '0',
+  // No watcher unless a test watches a chain: the catalog's mainnets are unreachable here.
+  LEDGERHOOK_ROLES: 'api,dispatcher',
   LOG_LEVEL: 'silent',
   LEDGERHOOK_ALLOW_CIDRS: '127.0.0.0/8,::1/128',
   LEDGERHOOK_RETRY_SCHEDULE: '100ms,200ms,300ms,400ms,500ms,600ms,700ms,800ms,900ms',

@@ -131,7 +131,11 @@ export async function startDevnet(backend: Backend, options: DevnetOptions = {})
     cleanups.push(() => receiver.close());
     const t = await startTestApp(
       backend,
-      { LEDGERHOOK_CONFIG: configFile, LEDGERHOOK_WATCH_POLL_INTERVAL: options.pollInterval ?? '50ms' },
+      {
+        LEDGERHOOK_CONFIG: configFile,
+        LEDGERHOOK_WATCH_POLL_INTERVAL: options.pollInterval ?? '50ms',
+        LEDGERHOOK_ROLES: 'all',
+      },
       { alwaysFollow: ['DEVNET'] },
     );
     cleanups.push(() => t.close());

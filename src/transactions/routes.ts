@@ -1,0 +1,101 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { problemResponses } from '../http/schemas.js';
+import type { Transactions } from './service.js';
+
+const nullable = <T extends object>(schema: T, description: string) => ({
+  ...schema,
+  nullable: true,
+  description,
+});
+const integer = (description: string) =>
+  nullable({ type: 'integer', format: 'int64' }, `${description}. Exact, even beyond 2^53.`);
+const string = (description: string) => nullable({ type: 'string' }, description);
+
+/** The normalised transaction: every key always present, null when it does not apply. */
+const TransactionSchema = Type.Unsafe({
+  type: 'object',
+  required: [
+    'closeRewards',
+    'closingAmount',
+    'confirmedRound',
+    'fee',
+    'firstValid',
+    'genesisHash',
+    'genesisId',
+    'id',
+    'intraRoundOffset',
+    'lastValid',
+    'note',
+    'receiverRewards',
+    'roundTime',
+    'sender',
+    'senderRewards',
+    'signature',
+    'txType',
+  ],
+  properties: {
+    closeRewards: string('Algorand: close rewards in µAlgo, as the indexer reports them'),
+    closingAmount: string('Algorand: closing amount in µAlgo'),
+    confirmedRound: integer('Block height, round or slot; null while pending'),
+    fee: integer(
+      'Fee in the base unit: µAlgo; wei (gasUsed × effectiveGasPrice); satoshi (inputs − outputs); lamports',
+    ),
+    firstValid: integer('Algorand: first valid round'),
+    genesisHash: string('Genesis block hash'),
+    genesisId: string('Algorand genesis-id; eip155:<chainId>; bip122:<first 32 hex of the genesis hash>'),
+    id: { type: 'string', description: 'Transaction id or hash' },
+    intraRoundOffset: integer('Position in the block'),
+    lastValid: integer('Algorand: last valid round'),
+    note: string('Note (Algorand), input data (EVM) or OP_RETURN payload (Bitcoin), base64'),
+    receiverRewards: string('Algorand: receiver rewards in µAlgo'),
+    roundTime: integer('Block time, seconds since the epoch'),
+    sender: string('Sender (Bitcoin: the first input’s address; Solana: the fee payer)'),
+    senderRewards: string('Algorand: sender rewards in µAlgo'),
+    signature: {
+      nullable: true,
+      description:
+        'Algorand signature.sig (base64), or the multisig/logicsig object; EVM r‖s‖v hex; Solana the first signature',
+      oneOf: [{ type: 'string' }, { type: 'object', additionalProperties: true }],
+    },
+    txType: string(
+      'Algorand tx-type; EVM create, transfer or call; Bitcoin coinbase or transfer; Solana the instruction',
+    ),
+  },
+});
+
+export function registerTransactionRoutes(app: FastifyInstance, transactions: Transactions): void {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  r.get(
+    '/transaction/:network/:txId',
+    {
+      schema: {
+        tags: ['transactions'],
+        summary: 'Look up one transaction, normalised across chains',
+        description:
+          'Networks: ETH, BSC, POL, GLRM (GLMR), ALGO, BTC, SOL and any configured one. Unknown network or malformed id: 400 before any node is asked; unknown transaction: 404; node unreachable or failing: 503 with Retry-After. Final transactions are cached.',
+        params: Type.Object({
+          network: Type.String({ minLength: 1, maxLength: 32, description: 'e.g. ETH, ALGO, BTC, SOL' }),
+          txId: Type.String({ minLength: 1, maxLength: 128 }),
+        }),
+        response: {
+          200: TransactionSchema,
+          ...problemResponses(400, 401, 404),
+          503: {
+            $ref: 'Problem#',
+            description: 'The node cannot be reached or is failing; retry after Retry-After',
+          },
+        },
+      },
+    },
+    async (request, reply) => {
+      const body = await transactions.get(request.params.network, request.params.txId);
+      // Pre-serialised: integers beyond 2^53 must not pass through a JavaScript number.
+      return reply
+        .type('application/json; charset=utf-8')
+        .serializer((payload) => payload as string)
+        .send(body);
+    },
+  );
+}

@@ -1,0 +1,118 @@
+import { and, eq } from 'drizzle-orm';
+import { stringify } from 'lossless-json';
+import { createPublicClient, http } from 'viem';
+import { createAlgorandLookup, isAlgorandTxId } from '../chains/algorand/lookup.js';
+import { createBitcoindLookup, createEsploraLookup, isBitcoinTxId } from '../chains/bitcoin/lookup.js';
+import { createEvmLookup, isEvmTxId } from '../chains/evm/lookup.js';
+import type { Family, Network, NetworkCatalog } from '../chains/networks.js';
+import { createSolanaLookup, isSolanaTxId } from '../chains/solana/lookup.js';
+import { NotFoundError, UpstreamUnavailableError, ValidationError } from '../errors.js';
+import type { Db } from '../store/db.js';
+import { transactionCache } from './schema.js';
+import { TRANSACTION_FIELDS, type TransactionLookup, type TransactionView } from './types.js';
+
+const ID_FORMATS: Record<Family, { check: (id: string) => boolean; expected: string }> = {
+  evm: { check: isEvmTxId, expected: '0x followed by 64 hex characters' },
+  bitcoin: { check: isBitcoinTxId, expected: '64 hex characters' },
+  algorand: { check: isAlgorandTxId, expected: '52 base32 characters' },
+  solana: { check: isSolanaTxId, expected: 'a base58 signature of 64 bytes' },
+};
+
+const NODE_TIMEOUT_MS = 10_000;
+
+/** The lookup of a network's family, against its configured endpoints. */
+export function lookupFor(network: Network): TransactionLookup {
+  const url = network.rpcUrls[0];
+  if (!url) throw new UpstreamUnavailableError(`No node is configured for ${network.name}`);
+  switch (network.family) {
+    case 'evm':
+      // No retries inside viem: a node that fails answers 503 at once, with Retry-After.
+      return createEvmLookup(
+        createPublicClient({
+          transport: http(url, { timeout: NODE_TIMEOUT_MS, retryCount: 0 }),
+          cacheTime: 0,
+        }),
+      );
+    case 'algorand': {
+      const indexerUrl = network.indexerUrls[0];
+      if (!indexerUrl) throw new UpstreamUnavailableError(`No indexer is configured for ${network.name}`);
+      return createAlgorandLookup({ algodUrl: url, indexerUrl, timeoutMs: NODE_TIMEOUT_MS });
+    }
+    case 'bitcoin':
+      return network.api === 'bitcoind'
+        ? createBitcoindLookup({ url, timeoutMs: NODE_TIMEOUT_MS })
+        : createEsploraLookup({ url, timeoutMs: NODE_TIMEOUT_MS });
+    case 'solana':
+      return createSolanaLookup({ url, timeoutMs: NODE_TIMEOUT_MS });
+  }
+}
+
+/** The view as JSON, keys in the documented order, integers digit-exact however large. */
+export function serializeView(view: TransactionView): string {
+  const ordered: Record<string, unknown> = {};
+  for (const field of TRANSACTION_FIELDS) ordered[field] = view[field];
+  return stringify(ordered) ?? 'null';
+}
+
+export function createTransactions(deps: {
+  db: Db;
+  networks: NetworkCatalog;
+  /** Overridable for tests; by default built from the catalog, one per network. */
+  lookupFor?: (network: Network) => TransactionLookup;
+  now?: () => Date;
+}) {
+  const lookups = new Map<string, TransactionLookup>();
+  const now = deps.now ?? (() => new Date());
+
+  function lookup(network: Network): TransactionLookup {
+    let found = lookups.get(network.name);
+    if (!found) {
+      found = (deps.lookupFor ?? lookupFor)(network);
+      lookups.set(network.name, found);
+    }
+    return found;
+  }
+
+  return {
+    /** The transaction as exact JSON; validated before any node is asked. */
+    async get(networkName: string, rawId: string): Promise<string> {
+      const network = deps.networks.find(networkName);
+      if (!network) {
+        throw new ValidationError('Unknown network', [
+          {
+            parameter: 'network',
+            detail: `is not a configured network; use one of ${deps.networks.names().join(', ')}`,
+          },
+        ]);
+      }
+      const format = ID_FORMATS[network.family];
+      const txId = network.family === 'evm' ? rawId.toLowerCase() : rawId;
+      if (!format.check(txId)) {
+        throw new ValidationError('Invalid transaction id', [
+          {
+            parameter: 'txId',
+            detail: `is not a ${network.name} transaction id (expected ${format.expected})`,
+          },
+        ]);
+      }
+      const [cached] = await deps.db
+        .select({ body: transactionCache.body })
+        .from(transactionCache)
+        .where(and(eq(transactionCache.network, network.name), eq(transactionCache.txId, txId)));
+      if (cached) return cached.body;
+
+      const result = await lookup(network)(txId);
+      if (!result) throw new NotFoundError(`No transaction ${rawId} on ${network.name}`);
+      const body = serializeView(result.view);
+      if (result.final) {
+        await deps.db
+          .insert(transactionCache)
+          .values({ network: network.name, txId, body, createdAt: now() })
+          .onConflictDoNothing();
+      }
+      return body;
+    },
+  };
+}
+
+export type Transactions = ReturnType<typeof createTransactions>;
