@@ -231,7 +231,7 @@ export function loadNetworks(
         indexerUrls:
           spec.indexer !== undefined ? urls(spec.indexer, `${where}.indexer`) : (base?.indexerUrls ?? []),
         confirmations: spec.confirmations,
-        api: spec.api ?? base?.api,
+        ...((spec.api ?? base?.api) === undefined ? {} : { api: spec.api ?? base?.api }),
       });
     }
   }
