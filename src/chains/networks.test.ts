@@ -283,3 +283,16 @@ describe('the config file (LEDGERHOOK_CONFIG)', () => {
     expect(loadNetworks({ LEDGERHOOK_CONFIG: file }).list()).toEqual(loadNetworks({}).list());
   });
 });
+
+describe('the node API of a Bitcoin network', () => {
+  test('is Esplora unless LEDGERHOOK_API_BTC chooses bitcoind', () => {
+    expect(loadNetworks({}).find('BTC')?.api).toBeUndefined();
+    expect(loadNetworks({ LEDGERHOOK_API_BTC: 'bitcoind' }).find('BTC')?.api).toBe('bitcoind');
+  });
+
+  test('an unknown API, or one on another family, is a configuration error naming the variable', () => {
+    expect(() => loadNetworks({ LEDGERHOOK_API_BTC: 'electrum' })).toThrow(ConfigError);
+    expect(() => loadNetworks({ LEDGERHOOK_API_BTC: 'electrum' })).toThrow(/LEDGERHOOK_API_BTC/);
+    expect(() => loadNetworks({ LEDGERHOOK_API_ETH: 'esplora' })).toThrow(/LEDGERHOOK_API_ETH/);
+  });
+});
