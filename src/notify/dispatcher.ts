@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { type Dispatcher, request } from 'undici';
 import { v7 as uuidv7 } from 'uuid';
 import type { Envelope, Sealed } from '../secrets/envelope.js';
+import { createSleeper } from '../shared/sleeper.js';
 import type { Db, Store } from '../store/db.js';
 import { OUTBOX_CHANNEL } from './outbox.js';
 import { parseRetryAfter, type RetryPolicy } from './retry-policy.js';
@@ -147,26 +148,11 @@ export function createDispatcher(options: DispatcherOptions) {
   let aborting = false;
   let running = false;
   let loopDone: Promise<void> | undefined;
-  let wakeUp: (() => void) | undefined;
   let flushing: Promise<void> = Promise.resolve();
   let flushTimer: NodeJS.Timeout | undefined;
   let unlisten: (() => Promise<void>) | undefined;
 
-  function wake(): void {
-    wakeUp?.();
-  }
-
-  function sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        wakeUp = undefined;
-        resolve();
-      }
-      wakeUp = done;
-    });
-  }
+  const { sleep, wake } = createSleeper();
 
   const credentials = new Map<string, Credentials>();
 

@@ -10,6 +10,7 @@ import {
   signalOutbox,
 } from '../notify/outbox.js';
 import { notifications } from '../notify/schema.js';
+import { createSleeper } from '../shared/sleeper.js';
 import type { Db, HeldLock } from '../store/db.js';
 import type { AddressIndex } from './address-index.js';
 import { buildEvmNotification, transferKey } from './evm-notifications.js';
@@ -90,26 +91,8 @@ export function createEvmFollower(deps: EvmFollowerDeps) {
   }
   let running = false;
   let loopDone: Promise<void> | undefined;
-  let wakeUp: (() => void) | undefined;
 
-  /** Set by a wake-up that came while the loop was busy, so the next sleep returns at once. */
-  let wokenWhileBusy = false;
-
-  function sleep(ms: number): Promise<void> {
-    if (wokenWhileBusy) {
-      wokenWhileBusy = false;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        wakeUp = undefined;
-        resolve();
-      }
-      wakeUp = done;
-    });
-  }
+  const { sleep, wake } = createSleeper();
 
   async function cursor(): Promise<{ height: number; hash: string } | undefined> {
     const [row] = await db.select().from(chainCursors).where(eq(chainCursors.network, network.name));
@@ -369,13 +352,10 @@ export function createEvmFollower(deps: EvmFollowerDeps) {
       loopDone = loop();
     },
     /** Checks for a new head now (e.g. on a WebSocket newHeads message). */
-    wake(): void {
-      if (wakeUp) wakeUp();
-      else wokenWhileBusy = true;
-    },
+    wake,
     async stop(): Promise<void> {
       running = false;
-      wakeUp?.();
+      wake();
       await loopDone;
       const held = lock;
       lock = undefined;

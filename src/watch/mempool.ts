@@ -35,6 +35,7 @@ import { isMethodUnavailable, view } from '../chains/evm/activity.js';
 import type { EvmTransfer, TokenInfo } from '../chains/evm/types.js';
 import type { Network } from '../chains/networks.js';
 import { enqueueNotifications, type NewNotification, newNotificationId } from '../notify/outbox.js';
+import { createSleeper } from '../shared/sleeper.js';
 import type { Db } from '../store/db.js';
 import type { AddressIndex } from './address-index.js';
 import { buildEvmNotification } from './evm-notifications.js';
@@ -184,19 +185,8 @@ export function createEvmMempoolWatcher(deps: EvmMempoolWatcherDeps) {
   const tokenKinds = new Map<string, Promise<boolean>>();
   let running = false;
   let loopDone: Promise<void> | undefined;
-  let wakeUp: (() => void) | undefined;
 
-  function sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        wakeUp = undefined;
-        resolve();
-      }
-      wakeUp = done;
-    });
-  }
+  const { sleep, wake } = createSleeper();
 
   function enqueue(hash: Hex, tx: PendingTransaction | null): void {
     // Known already, or waiting with its transaction: nothing to add.
@@ -431,7 +421,7 @@ export function createEvmMempoolWatcher(deps: EvmMempoolWatcherDeps) {
     },
     async stop(): Promise<void> {
       running = false;
-      wakeUp?.();
+      wake();
       await loopDone;
       await forgetFilter();
     },
