@@ -16,6 +16,7 @@ import {
   type Reply,
   startReceiver,
 } from '../../test/helpers/receiver.js';
+import type { AttemptView, NotificationView } from '../subscriptions/service.js';
 
 /** The delays of TEST_SERVICE_ENV's retry schedule, in milliseconds. */
 const SCHEDULE = TEST_SERVICE_ENV.LEDGERHOOK_RETRY_SCHEDULE!.split(',').map((d) => Number.parseInt(d, 10));
@@ -35,32 +36,9 @@ interface Created {
   callbackToken: string;
 }
 
-interface Attempt {
-  attempt: number;
-  trigger: string;
-  startedAt: string;
-  durationMs: number;
-  statusCode: number | null;
-  error: string | null;
-  response: string | null;
-  outcome: string;
-  nextAttemptAt: string | null;
-}
-
-interface LoggedNotification {
-  id: string;
-  subscriptionId: string;
-  eventType: string;
-  state: string;
-  attemptCount: number;
-  nextAttemptAt: string | null;
-  lastStatusCode: number | null;
-  lastError: string | null;
-  createdAt: string;
-  deliveredAt: string | null;
-  payload: Record<string, unknown>;
-  attempts: Attempt[];
-}
+/** The delivery log's shapes, as the API documents them. */
+type Attempt = AttemptView;
+type LoggedNotification = Omit<NotificationView, 'payload'> & { payload: Record<string, unknown> };
 
 interface SubscriptionView {
   id: string;

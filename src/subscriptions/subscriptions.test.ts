@@ -14,6 +14,7 @@ import { waitFor } from '../../test/helpers/process.js';
 import { type ReceivedRequest, type Receiver, startReceiver } from '../../test/helpers/receiver.js';
 import { snapshotDatabase } from '../../test/helpers/snapshot.js';
 import { subscriptions } from './schema.js';
+import type { SubscriptionView } from './service.js';
 
 const API = '/api/v1/subscription';
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -28,19 +29,7 @@ interface Created {
   callbackToken: string;
 }
 
-interface View {
-  id: string;
-  type: string;
-  attr: Record<string, string>;
-  mempool: boolean;
-  confirmations: number;
-  ack: string;
-  status: string;
-  disabledReason: string | null;
-  disabledAt: string | null;
-  previousSecretExpiresAt: string | null;
-  createdAt: string;
-}
+type View = SubscriptionView;
 
 interface Problem {
   type: string;
