@@ -1,4 +1,4 @@
-import { and, eq, gt, inArray, lt, sql } from 'drizzle-orm';
+import { and, eq, gt, inArray, lt, min, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import type { PublicClient } from 'viem';
 import type { EvmBlockActivity, TokenInfo } from '../chains/evm/types.js';
@@ -170,8 +170,16 @@ export function createEvmFollower(deps: EvmFollowerDeps) {
     return items;
   }
 
+  /**
+   * The lowest release height among this network's held notifications: undefined when none are
+   * held, null when not known (at start, and after any failure, which may have rolled back what
+   * was computed). Most subscriptions want one confirmation, so most blocks skip the query.
+   */
+  let nextRelease: number | undefined | null = null;
+
   /** Held notifications whose block is now deep enough become due. */
   async function release(tx: Db, head: number): Promise<void> {
+    if (nextRelease === undefined || (nextRelease !== null && head < nextRelease)) return;
     const released = await tx
       .update(notifications)
       .set({ state: 'pending', nextAttemptAt: sql`now()` })
@@ -184,6 +192,11 @@ export function createEvmFollower(deps: EvmFollowerDeps) {
       )
       .returning({ id: notifications.id });
     if (released.length > 0) await signalOutbox(tx);
+    const [left] = await tx
+      .select({ lowest: min(notifications.releaseHeight) })
+      .from(notifications)
+      .where(and(eq(notifications.chain, network.name), eq(notifications.state, 'held')));
+    nextRelease = left?.lowest === null || left?.lowest === undefined ? undefined : Number(left.lowest);
   }
 
   async function commit(block: EvmBlockActivity, head: number): Promise<void> {
@@ -191,6 +204,12 @@ export function createEvmFollower(deps: EvmFollowerDeps) {
     const height = Number(block.number);
     await db.transaction(async (tx) => {
       await enqueueNotifications(tx, items);
+      if (nextRelease !== null) {
+        for (const item of items) {
+          if (item.state === 'held')
+            nextRelease = Math.min(nextRelease ?? Number.POSITIVE_INFINITY, item.releaseHeight!);
+        }
+      }
       await tx
         .insert(chainHeaders)
         .values({ network: network.name, height, hash: block.hash, parentHash: block.parentHash })
@@ -198,9 +217,12 @@ export function createEvmFollower(deps: EvmFollowerDeps) {
           target: [chainHeaders.network, chainHeaders.height],
           set: { hash: block.hash, parentHash: block.parentHash },
         });
-      await tx
-        .delete(chainHeaders)
-        .where(and(eq(chainHeaders.network, network.name), lt(chainHeaders.height, height - KEPT_HEADERS)));
+      // Old headers are pruned now and then, not on every block.
+      if (height % 32 === 0) {
+        await tx
+          .delete(chainHeaders)
+          .where(and(eq(chainHeaders.network, network.name), lt(chainHeaders.height, height - KEPT_HEADERS)));
+      }
       await tx
         .update(chainCursors)
         .set({ height, hash: block.hash, updatedAt: new Date() })
@@ -334,6 +356,7 @@ export function createEvmFollower(deps: EvmFollowerDeps) {
         await sleep(deps.pollIntervalMs);
       } catch (err) {
         if (!running) break;
+        nextRelease = null; // a failed transaction may have rolled back what release() computed
         status.healthy = false;
         status.lastError = (err as Error).message.split('\n')[0] ?? 'error';
         log.warn({ err: status.lastError, retryInMs: backoff }, 'node unreachable or failing; retrying');
