@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { problemResponses } from '../http/schemas.js';
 import type { Transactions } from './service.js';
+import { TRANSACTION_FIELDS } from './types.js';
 
 const nullable = <T extends object>(schema: T, description: string) => ({
   ...schema,
@@ -16,25 +17,7 @@ const string = (description: string) => nullable({ type: 'string' }, description
 /** The normalised transaction: every key always present, null when it does not apply. */
 const TransactionSchema = Type.Unsafe({
   type: 'object',
-  required: [
-    'closeRewards',
-    'closingAmount',
-    'confirmedRound',
-    'fee',
-    'firstValid',
-    'genesisHash',
-    'genesisId',
-    'id',
-    'intraRoundOffset',
-    'lastValid',
-    'note',
-    'receiverRewards',
-    'roundTime',
-    'sender',
-    'senderRewards',
-    'signature',
-    'txType',
-  ],
+  required: [...TRANSACTION_FIELDS],
   properties: {
     closeRewards: string('Algorand: close rewards in µAlgo, as the indexer reports them'),
     closingAmount: string('Algorand: closing amount in µAlgo'),
