@@ -259,7 +259,8 @@ describe('fetchBlockActivity on a real chain', () => {
     await call(0, 'TestMulti', contracts.multi, 'mintBatch', [account(8), [11n, 12n], [1n, 1n]]);
     await call(0, 'TestToken', contracts.token, 'mint', [account(8), 1_000n]);
     await call(0, 'TestToken', contracts.token, 'mint', [account(6), 1_000n]);
-    const before = await clients.publicClient.getBlockNumber();
+    // Uncached: viem would otherwise answer from its short block-number cache.
+    const before = await clients.publicClient.getBlockNumber({ cacheTime: 0 });
     await testClient.setAutomine(false);
     let receipts: TransactionReceipt[];
     const token = artifact('TestToken').abi;
@@ -304,7 +305,7 @@ describe('fetchBlockActivity on a real chain', () => {
         }),
       ];
       // Nothing mined yet: all five wait in the pool for the one block.
-      expect(await clients.publicClient.getBlockNumber()).toBe(before);
+      expect(await clients.publicClient.getBlockNumber({ cacheTime: 0 })).toBe(before);
       await testClient.mine({ blocks: 1 });
       receipts = await Promise.all(hashes.map((hash) => mined(clients.publicClient, hash)));
     } finally {
