@@ -14,6 +14,7 @@ import { createSleeper } from '../shared/sleeper.js';
 import type { Db, HeldLock } from '../store/db.js';
 import type { AddressIndex } from './address-index.js';
 import { buildEvmNotification, transferKey } from './evm-notifications.js';
+import { runPolling } from './polling.js';
 import { chainCursors, chainHeaders } from './schema.js';
 
 /** Headers kept per network: a reorganisation deeper than this is not followed. */
@@ -92,7 +93,8 @@ export function createEvmFollower(deps: EvmFollowerDeps) {
   let running = false;
   let loopDone: Promise<void> | undefined;
 
-  const { sleep, wake } = createSleeper();
+  const sleeper = createSleeper();
+  const { wake } = sleeper;
 
   async function cursor(): Promise<{ height: number; hash: string } | undefined> {
     const [row] = await db.select().from(chainCursors).where(eq(chainCursors.network, network.name));
@@ -341,29 +343,23 @@ export function createEvmFollower(deps: EvmFollowerDeps) {
     await db.transaction((tx) => release(tx, head));
   }
 
-  async function loop(): Promise<void> {
-    let backoff = deps.pollIntervalMs;
-    while (running) {
-      try {
-        if (!(await holdLock())) {
-          await sleep(deps.lockRetryMs ?? 2_000);
-          continue;
-        }
+  function loop(): Promise<void> {
+    return runPolling({
+      intervalMs: deps.pollIntervalMs,
+      maxBackoffMs,
+      sleeper,
+      isRunning: () => running,
+      status,
+      round: async () => {
+        if (!(await holdLock())) return deps.lockRetryMs ?? 2_000;
         await catchUp();
-        status.healthy = true;
-        status.lastError = null;
-        backoff = deps.pollIntervalMs;
-        await sleep(deps.pollIntervalMs);
-      } catch (err) {
-        if (!running) break;
+        return undefined;
+      },
+      onError: (message, retryInMs) => {
         nextRelease = null; // a failed transaction may have rolled back what release() computed
-        status.healthy = false;
-        status.lastError = (err as Error).message.split('\n')[0] ?? 'error';
-        log.warn({ err: status.lastError, retryInMs: backoff }, 'node unreachable or failing; retrying');
-        await sleep(backoff);
-        backoff = Math.min(maxBackoffMs, backoff * 2);
-      }
-    }
+        log.warn({ err: message, retryInMs }, 'node unreachable or failing; retrying');
+      },
+    });
   }
 
   return {

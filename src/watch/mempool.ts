@@ -39,6 +39,7 @@ import { createSleeper } from '../shared/sleeper.js';
 import type { Db } from '../store/db.js';
 import type { AddressIndex } from './address-index.js';
 import { buildEvmNotification } from './evm-notifications.js';
+import { runPolling } from './polling.js';
 
 /** The parts of a pending transaction that are read (a viem `Transaction` has them). */
 export interface PendingTransaction {
@@ -186,7 +187,8 @@ export function createEvmMempoolWatcher(deps: EvmMempoolWatcherDeps) {
   let running = false;
   let loopDone: Promise<void> | undefined;
 
-  const { sleep, wake } = createSleeper();
+  const sleeper = createSleeper();
+  const { wake } = sleeper;
 
   function enqueue(hash: Hex, tx: PendingTransaction | null): void {
     // Known already, or waiting with its transaction: nothing to add.
@@ -391,24 +393,19 @@ export function createEvmMempoolWatcher(deps: EvmMempoolWatcherDeps) {
     await drain();
   }
 
-  async function loop(): Promise<void> {
-    let backoff = deps.pollIntervalMs;
-    while (running) {
-      try {
+  function loop(): Promise<void> {
+    return runPolling({
+      intervalMs: deps.pollIntervalMs,
+      maxBackoffMs,
+      sleeper,
+      isRunning: () => running,
+      status,
+      round: async () => {
         await poll();
-        status.healthy = true;
-        status.lastError = null;
-        backoff = deps.pollIntervalMs;
-        await sleep(deps.pollIntervalMs);
-      } catch (err) {
-        if (!running) break;
-        status.healthy = false;
-        status.lastError = (err as Error).message.split('\n')[0] ?? 'error';
-        log.warn({ err: status.lastError, retryInMs: backoff }, 'mempool unavailable; retrying');
-        await sleep(backoff);
-        backoff = Math.min(maxBackoffMs, backoff * 2);
-      }
-    }
+        return undefined;
+      },
+      onError: (message, retryInMs) => log.warn({ err: message, retryInMs }, 'mempool unavailable; retrying'),
+    });
   }
 
   return {

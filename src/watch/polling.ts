@@ -1,0 +1,43 @@
+import type { Sleeper } from '../shared/sleeper.js';
+
+export interface PollingOptions {
+  /** Pause between successful rounds (a wake-up cuts it short). */
+  intervalMs: number;
+  /** Longest pause between retries after failures; the pause doubles from `intervalMs`. */
+  maxBackoffMs: number;
+  sleeper: Sleeper;
+  isRunning: () => boolean;
+  /** One round of work; may return a pause other than the interval (e.g. a standby's). */
+  round: () => Promise<number | undefined>;
+  /** Health shown in /readyz. */
+  status: { healthy: boolean; lastError: string | null };
+  /** A failed round: log it, forget what it may have left inconsistent. */
+  onError: (message: string, retryInMs: number) => void;
+}
+
+/**
+ * The loop of a chain watcher: rounds at an interval while the node answers, retries with
+ * doubling backoff while it does not. A failing node never stops the process.
+ */
+export async function runPolling(options: PollingOptions): Promise<void> {
+  const { sleeper, status } = options;
+  let backoff = options.intervalMs;
+  while (options.isRunning()) {
+    try {
+      const pause = await options.round();
+      if (pause === undefined) {
+        status.healthy = true;
+        status.lastError = null;
+        backoff = options.intervalMs;
+      }
+      await sleeper.sleep(pause ?? options.intervalMs);
+    } catch (err) {
+      if (!options.isRunning()) break;
+      status.healthy = false;
+      status.lastError = (err as Error).message.split('\n')[0] ?? 'error';
+      options.onError(status.lastError, backoff);
+      await sleeper.sleep(backoff);
+      backoff = Math.min(options.maxBackoffMs, backoff * 2);
+    }
+  }
+}
