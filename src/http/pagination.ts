@@ -18,7 +18,10 @@ export function isUuid(value: string): boolean {
  */
 export function decodeCursor(cursor: string, isKey: (key: string) => boolean = isUuid): string {
   const key = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!isKey(key)) {
+  // Only what toPage encodes decodes: base64url skips stray characters and UTF-8 decoding
+  // replaces broken bytes, and a NUL (which "AA" decodes to) would reach the database.
+  const canonical = Buffer.from(key, 'utf8').toString('base64url') === cursor;
+  if (!canonical || key.includes('\u0000') || !isKey(key)) {
     throw new ValidationError('Invalid cursor', [
       { parameter: 'cursor', detail: 'is not a cursor this API returned' },
     ]);
@@ -44,5 +47,40 @@ export function toPage<R, T>(
       rows.length > limit && last !== undefined
         ? Buffer.from(keyOf(last), 'utf8').toString('base64url')
         : null,
+  };
+}
+
+/** What a list route was asked for: a page size, and where to start (a cursor or an offset). */
+export interface PageQuery {
+  limit: number;
+  cursor?: string;
+  /** Rows to skip, for clients that page by offset (Tatum's `offset`); never with a cursor. */
+  offset?: number;
+}
+
+/**
+ * The page a list was asked for. `pageSize` and `offset` are Tatum's names for the same idea as
+ * `limit` and `cursor`; a request mixing the two ways is ambiguous and refused.
+ */
+export function pageQuery(query: {
+  limit?: number;
+  pageSize?: number;
+  cursor?: string;
+  offset?: number;
+}): PageQuery {
+  if (query.limit !== undefined && query.pageSize !== undefined) {
+    throw new ValidationError('Conflicting page size', [
+      { parameter: 'pageSize', detail: 'cannot be combined with limit; send one of them' },
+    ]);
+  }
+  if (query.cursor !== undefined && query.offset !== undefined) {
+    throw new ValidationError('Conflicting page start', [
+      { parameter: 'offset', detail: 'cannot be combined with cursor; send one of them' },
+    ]);
+  }
+  return {
+    limit: query.limit ?? query.pageSize ?? 20,
+    ...(query.cursor === undefined ? {} : { cursor: query.cursor }),
+    ...(query.offset === undefined ? {} : { offset: query.offset }),
   };
 }

@@ -1,4 +1,4 @@
-import { Ajv, type ErrorObject, type Options } from 'ajv';
+import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifySchema, FastifySchemaCompiler } from 'fastify';
 import type { FieldError } from '../errors.js';
@@ -20,16 +20,59 @@ function buildAjv(options: Options): Ajv {
 }
 
 /**
+ * Errors for query, path and header values that no column can hold: a NUL (PostgreSQL refuses
+ * it; `%00` decodes to one) or an unpaired surrogate. Bodies get the same check from the JSON
+ * parser (json-body.ts).
+ */
+function unstorableText(data: unknown): ErrorObject[] {
+  if (data === null || typeof data !== 'object') return [];
+  const errors: ErrorObject[] = [];
+  for (const [name, value] of Object.entries(data)) {
+    const texts = (Array.isArray(value) ? value : [value]).filter((v) => typeof v === 'string');
+    const message = texts.some((v) => v.includes('\u0000'))
+      ? 'must not contain a NUL character (%00)'
+      : texts.some((v) => !v.isWellFormed())
+        ? 'must not contain an unpaired UTF-16 surrogate'
+        : undefined;
+    if (message)
+      errors.push({
+        instancePath: `/${escapePointerToken(name)}`,
+        schemaPath: '#',
+        keyword: 'text',
+        params: {},
+        message,
+      });
+  }
+  return errors;
+}
+
+/** Runs `validate` only on text that can be stored; reports the same way ajv does. */
+function guardText(validate: ValidateFunction): ValidateFunction {
+  const guarded = ((data: unknown) => {
+    const errors = unstorableText(data);
+    if (errors.length > 0) {
+      guarded.errors = errors;
+      return false;
+    }
+    const valid = validate(data);
+    guarded.errors = validate.errors;
+    return valid;
+  }) as ValidateFunction;
+  return guarded;
+}
+
+/**
  * Bodies are validated as sent (a string "5" is not a number); query strings, path parameters
  * and headers are text on the wire, so they are coerced to the declared types.
  */
 export function createValidatorCompiler(): FastifySchemaCompiler<FastifySchema> {
   const strict = buildAjv({ coerceTypes: false });
   const coercing = buildAjv({ coerceTypes: 'array' });
-  return ({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema as object);
+  return ({ schema, httpPart }) =>
+    httpPart === 'body' ? strict.compile(schema as object) : guardText(coercing.compile(schema as object));
 }
 
-function escapePointerToken(token: string): string {
+export function escapePointerToken(token: string): string {
   return token.replace(/~/g, '~0').replace(/\//g, '~1');
 }
 

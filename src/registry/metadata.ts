@@ -9,8 +9,9 @@ const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DATE_TIME =
   /^(\d{4})-(\d{2})-(\d{2})T([01]\d|2[0-3]):([0-5]\d)(:([0-5]\d)(\.\d{1,9})?)?(Z|[+-]([01]\d|2[0-3]):?[0-5]\d)$/;
 // Deliberately permissive (RFC 5322 allows far more); it catches the mistakes people make.
+// Control characters are never part of an address (and a NUL cannot be stored).
 const EMAIL =
-  /^[^\s@"<>(),;:]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
+  /^[^\s@"<>(),;:\p{Cc}]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/u;
 const DATA_URI =
   /^data:([a-zA-Z0-9!#$&^_.+-]+\/[a-zA-Z0-9!#$&^_.+-]+)?((;[a-zA-Z0-9!#$&^_.+-]+=[^;,]*)*)(;base64)?,(.*)$/s;
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;

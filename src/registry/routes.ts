@@ -1,8 +1,13 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { ValidationError } from '../errors.js';
-import { PaginationQuery, problemResponses } from '../http/schemas.js';
+import {
+  bodyProblemResponses,
+  IdempotencyKeyHeader,
+  PaginationQuery,
+  problemResponses,
+} from '../http/schemas.js';
+import { parseIdempotencyKey } from '../idempotency/service.js';
 import { METADATA_TYPES } from './metadata.js';
 import type { CreateRegistryInput, Registries } from './service.js';
 
@@ -82,8 +87,6 @@ const NextCursor = Type.Union([Type.String(), Type.Null()], {
   description: 'Pass as `cursor` for the next page; null on the last',
 });
 
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
-
 export function registerRegistryRoutes(app: FastifyInstance, registries: Registries): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
 
@@ -92,27 +95,20 @@ export function registerRegistryRoutes(app: FastifyInstance, registries: Registr
     {
       schema: {
         tags: ['registry'],
+        operationId: 'createRegistry',
         summary: 'Create a registry',
         description:
           'Creates a registry in `folder_id` (creating the folder if new). With `data_encrypted`, metadata and description are stored only as AES-256-GCM ciphertext. Send `Idempotency-Key` to make retries safe: the same key and body within 24 h returns the first response; the same key with another body is 409.',
-        headers: Type.Object({
-          'idempotency-key': Type.Optional(Type.String({ description: '1-255 printable ASCII characters' })),
-        }),
+        headers: IdempotencyKeyHeader,
         body: CreateBody,
-        response: { 201: Created, ...problemResponses(400, 401, 409, 413, 415) },
+        response: { 201: Created, ...bodyProblemResponses(409) },
       },
     },
     async (request, reply) => {
-      const key = request.headers['idempotency-key'];
-      if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) {
-        throw new ValidationError('Invalid Idempotency-Key', [
-          { header: 'idempotency-key', detail: 'must be 1-255 printable ASCII characters without spaces' },
-        ]);
-      }
       const { body, replayed } = await registries.create(
         request.principal.accountId,
         request.body as CreateRegistryInput,
-        key,
+        parseIdempotencyKey(request.headers['idempotency-key']),
       );
       if (replayed) reply.header('Idempotent-Replayed', 'true');
       return reply.code(201).send(body);
@@ -124,6 +120,7 @@ export function registerRegistryRoutes(app: FastifyInstance, registries: Registr
     {
       schema: {
         tags: ['registry'],
+        operationId: 'getRegistry',
         summary: 'Get a registry, decrypted for its owner',
         params: Type.Object({ id: Type.String({ format: 'uuid' }) }),
         response: { 200: Type.Object({ data: Registry }), ...problemResponses(400, 401, 404) },
@@ -137,6 +134,7 @@ export function registerRegistryRoutes(app: FastifyInstance, registries: Registr
     {
       schema: {
         tags: ['registry'],
+        operationId: 'listRegistries',
         summary: 'List registries, newest first',
         querystring: Type.Object(
           { folder_id: Type.Optional(FolderId), ...PaginationQuery },
@@ -163,6 +161,7 @@ export function registerRegistryRoutes(app: FastifyInstance, registries: Registr
     {
       schema: {
         tags: ['registry'],
+        operationId: 'listFolders',
         summary: 'List folders with their registry counts',
         querystring: Type.Object({ ...PaginationQuery }, { additionalProperties: false }),
         response: {

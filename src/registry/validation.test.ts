@@ -3,6 +3,7 @@ import { startTestApp, type TestApp } from '../../test/helpers/app.js';
 import { backends } from '../../test/helpers/env.js';
 import { sampleRegistryBody } from '../../test/helpers/registry-body.js';
 import { snapshotDatabase } from '../../test/helpers/snapshot.js';
+import { validateMetadata } from './metadata.js';
 
 /**
  * Every malformed request is refused with a problem document that names the offending field, and
@@ -283,6 +284,76 @@ const cases: Case[] = [
     errors: [at('#/metadata/0/value'), at('#/metadata/2/value')],
   },
 
+  // Text no column can hold, and JSON that parses to something other than what was sent
+  { name: 'NUL in title', body: validBody({ title: 'a\u0000b' }), errors: [at('#/title')] },
+  {
+    name: 'NUL in description',
+    body: validBody({ description: 'a\u0000b' }),
+    errors: [at('#/description')],
+  },
+  {
+    name: 'NUL in a metadata key',
+    body: withItem({ type: 'TEXT', key: 'k\u0000', value: 'v' }),
+    errors: [at('#/metadata/1/key')],
+  },
+  {
+    name: 'NUL in a metadata value',
+    body: withItem({ type: 'TEXT', key: 'k', value: 'v\u0000' }),
+    errors: [at('#/metadata/1/value')],
+  },
+  {
+    name: 'NUL in a metadata title',
+    body: withItem({ type: 'TEXT', key: 'k', value: 'v', title: '\u0000' }),
+    errors: [at('#/metadata/1/title')],
+  },
+  {
+    name: 'NUL in a metadata file',
+    body: withItem({ type: 'FILE', key: 'k', file: 'https://example.com/\u0000' }),
+    errors: [at('#/metadata/1/file')],
+  },
+  {
+    name: 'NUL in an EMAIL value',
+    body: withItem({ type: 'EMAIL', key: 'e', value: 'a\u0000@b.co' }),
+    errors: [at('#/metadata/1/value')],
+  },
+  {
+    name: 'NUL in callback_url',
+    body: validBody({ callback_url: 'https://example.com/\u0000' }),
+    errors: [at('#/callback_url')],
+  },
+  { name: 'lone surrogate in title', body: validBody({ title: 'a\ud800b' }), errors: [at('#/title')] },
+  {
+    name: 'lone low surrogate in a metadata value',
+    body: withItem({ type: 'TEXT', key: 'k', value: '\udc00' }),
+    errors: [at('#/metadata/1/value')],
+  },
+  {
+    name: 'duplicate key title',
+    rawBody: JSON.stringify(validBody()).replace('{', '{"title": "first", '),
+    errors: [at('#/title')],
+  },
+  {
+    name: 'duplicate key in a metadata item',
+    rawBody: JSON.stringify(validBody({ metadata: [OK_ITEM] })).replace(
+      '{"type":"TEXT"',
+      '{"type":"TEXT","type":"URL"',
+    ),
+    errors: [at('#/metadata/0/type')],
+  },
+  {
+    name: 'a 5,000-deep array as body',
+    rawBody: `${'['.repeat(5000)}${']'.repeat(5000)}`,
+    errors: [at(`#${'/0'.repeat(64)}`)],
+  },
+  {
+    name: 'a 5,000-deep array as metadata',
+    rawBody: JSON.stringify(validBody({ metadata: [] })).replace(
+      '"metadata":[]',
+      `"metadata":${'['.repeat(5000)}${']'.repeat(5000)}`,
+    ),
+    errors: [at(`#/metadata${'/0'.repeat(63)}`)],
+  },
+
   // Headers
   {
     name: 'Idempotency-Key with a space',
@@ -358,6 +429,24 @@ const cases: Case[] = [
     method: 'GET',
     path: '/api/v1/folder?folder_id=warehouses',
     errors: [param('folder_id')],
+  },
+  {
+    name: 'folder list cursor that decodes to NUL',
+    method: 'GET',
+    path: '/api/v1/folder?cursor=AA',
+    errors: [param('cursor')],
+  },
+  {
+    name: 'folder list cursor that decodes to broken UTF-8',
+    method: 'GET',
+    path: `/api/v1/folder?cursor=${Buffer.from([0xed, 0xa0, 0x80]).toString('base64url')}`,
+    errors: [param('cursor')],
+  },
+  {
+    name: 'folder list cursor with NUL',
+    method: 'GET',
+    path: '/api/v1/folder?cursor=a%00b',
+    errors: [param('cursor')],
   },
   {
     name: 'folder list cursor=!!!',
@@ -458,5 +547,15 @@ describe.each(backends)('registry validation on %s', (backend) => {
 
     expect(await snapshotDatabase(t.app.store)).toEqual(before);
     expect(await lists()).toEqual({ folders, registries });
+  });
+});
+
+describe('metadata values', () => {
+  test('an EMAIL value with a control character is not an email address', () => {
+    for (const value of ['a\u0000@b.co', 'a\u0001b@b.co', 'a\u007f@b.co'])
+      expect(validateMetadata([{ type: 'EMAIL', key: 'e', value }]), JSON.stringify(value)).toEqual([
+        { pointer: '#/metadata/0/value', detail: 'must be an email address for type EMAIL' },
+      ]);
+    expect(validateMetadata([{ type: 'EMAIL', key: 'e', value: 'ada@example.com' }])).toEqual([]);
   });
 });
