@@ -1,6 +1,9 @@
+import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { loadNetworks, type NetworkCatalog } from './chains/networks.js';
 import { ConfigError } from './errors.js';
+import type { RateLimit } from './http/rate-limit.js';
 import { type Cidr, parseAllowCidrs } from './notify/egress.js';
 import { DEFAULT_RETRY_SCHEDULE_MS, parseDuration, parseSchedule } from './notify/retry-policy.js';
 
@@ -39,6 +42,22 @@ export interface Config {
   /** How often followers ask their node for a new head. */
   watchPollIntervalMs: number;
   pollIntervalMs: number;
+  /** API requests per account and process; undefined: unlimited. */
+  rateLimit: RateLimit | undefined;
+  /** Test notifications per account and process (POST /subscription/{id}/test). */
+  testRateLimit: RateLimit | undefined;
+  /** A client must send a request's headers within this. */
+  headersTimeoutMs: number;
+  /** ... and the whole request, headers and body, within this. */
+  requestTimeoutMs: number;
+  /** A PostgreSQL query not answered within this fails (503 for an API request). */
+  dbQueryTimeoutMs: number;
+  /** Opening a PostgreSQL connection, or waiting for a free one, fails after this. */
+  dbConnectTimeoutMs: number;
+  /** /readyz answers 503 when the database has not answered within this. */
+  readyTimeoutMs: number;
+  /** The whole of a graceful stop; whatever has not stopped by then is left behind and the process exits. */
+  shutdownTimeoutMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -79,13 +98,17 @@ export function parseMasterKey(raw: string, variable = 'LEDGERHOOK_MASTER_KEY'):
   throw new ConfigError(variable, 'must be 32 bytes, as 64 hex characters or base64');
 }
 
-function readDuration(env: Env, name: string, fallback: number, min: number): number {
+function readDuration(env: Env, name: string, fallback: number, min: number, max = Infinity): number {
   const raw = env[name]?.trim();
   if (!raw) return fallback;
   const ms = parseDuration(raw, name);
   if (ms < min) throw new ConfigError(name, `must be at least ${min} ms`);
+  if (ms > max) throw new ConfigError(name, `must be at most ${max} ms`);
   return ms;
 }
+
+/** Timers cannot run longer than about 24.8 days; a day is more than any of these timeouts needs. */
+const MAX_TIMEOUT_MS = 86_400_000;
 
 export function parseRoles(text: string | undefined, variable = 'LEDGERHOOK_ROLES'): ReadonlySet<Role> {
   if (!text || text.trim() === '' || text.trim() === 'all') return new Set(ROLES);
@@ -97,11 +120,80 @@ export function parseRoles(text: string | undefined, variable = 'LEDGERHOOK_ROLE
   return new Set(roles as Role[]);
 }
 
-export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config {
-  const port = readInt(env, 'PORT', 8080, 0, 65535);
+/** Parses `<requests>/<duration>` (`1000/1s`, `60/1m`), or `off` (undefined: no limit). */
+export function parseRateLimit(text: string, variable: string): RateLimit | undefined {
+  const value = text.trim();
+  if (value === 'off') return undefined;
+  const m = /^(\d+)\/(.+)$/.exec(value);
+  if (!m || Number(m[1]) < 1 || Number(m[1]) > 1_000_000) {
+    throw new ConfigError(
+      variable,
+      `must be <requests>/<duration> such as 1000/1s or 60/1m, or off (got "${value}")`,
+    );
+  }
+  const windowMs = parseDuration(m[2]!, variable);
+  if (windowMs < 100 || windowMs > 86_400_000)
+    throw new ConfigError(variable, 'needs a window from 100ms to 1d');
+  return { max: Number(m[1]), windowMs };
+}
+
+function readHost(env: Env): string {
   const host = (env.HOST ?? '127.0.0.1').trim();
   if (host === '') throw new ConfigError('HOST', 'must not be empty');
-  const dataDirRaw = env.LEDGERHOOK_DATA_DIR?.trim() || './data';
+  // Digits and dots only is meant as an IPv4 address; anything else is a host name, checked by listening.
+  if (/^[\d.]+$/.test(host) && !net.isIPv4(host))
+    throw new ConfigError(
+      'HOST',
+      `is not a valid IPv4 address (got "${host}"; each of the 4 parts is 0-255)`,
+    );
+  return host;
+}
+
+/** The data directory, which must be a directory if it exists (it is created otherwise). */
+function readDataDir(env: Env, cwd: string): string {
+  const dir = path.resolve(cwd, env.LEDGERHOOK_DATA_DIR?.trim() || './data');
+  let stat: fs.Stats | undefined;
+  try {
+    stat = fs.statSync(dir);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOTDIR')
+      throw new ConfigError(
+        'LEDGERHOOK_DATA_DIR',
+        `${dir} cannot be a directory: part of its path is a file`,
+      );
+    if (code !== 'ENOENT') throw new ConfigError('LEDGERHOOK_DATA_DIR', `${dir} cannot be read (${code})`);
+  }
+  if (stat && !stat.isDirectory())
+    throw new ConfigError('LEDGERHOOK_DATA_DIR', `${dir} is a file, not a directory`);
+  return dir;
+}
+
+/** DNS servers as node's resolver takes them: an IP address, optionally with a port. */
+export function parseDnsServers(text: string | undefined, variable = 'LEDGERHOOK_DNS_SERVERS'): string[] {
+  const servers = (text ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+  for (const server of servers) {
+    const match = /^\[([^\]]+)\](?::(\d+))?$/.exec(server) ?? /^([^:]+)(?::(\d+))?$/.exec(server);
+    const [address, port] = match ? [match[1]!, match[2]] : [server, undefined];
+    const valid =
+      (match ? net.isIP(address) !== 0 : net.isIPv6(server)) &&
+      (port === undefined || (Number(port) >= 1 && Number(port) <= 65535));
+    if (!valid) {
+      throw new ConfigError(
+        variable,
+        `has "${server}", which is not an IP address with an optional port (e.g. 1.1.1.1, 127.0.0.1:5353 or [::1]:53)`,
+      );
+    }
+  }
+  return servers;
+}
+
+export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config {
+  const port = readInt(env, 'PORT', 8080, 0, 65535);
+  const host = readHost(env);
   const logLevel = (env.LOG_LEVEL?.trim() || 'info') as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')} (got "${env.LOG_LEVEL}")`);
@@ -110,7 +202,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
   const config: Config = {
     port,
     host,
-    dataDir: path.resolve(cwd, dataDirRaw),
+    dataDir: readDataDir(env, cwd),
     databaseUrl: readDatabaseUrl(env),
     logLevel,
     masterKey: masterKeyRaw && masterKeyRaw.trim() !== '' ? parseMasterKey(masterKeyRaw) : undefined,
@@ -118,10 +210,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     roles: parseRoles(env.LEDGERHOOK_ROLES),
     networks: loadNetworks(env),
     allowCidrs: parseAllowCidrs(env.LEDGERHOOK_ALLOW_CIDRS),
-    dnsServers: (env.LEDGERHOOK_DNS_SERVERS ?? '')
-      .split(',')
-      .map((s) => s.trim())
-      .filter(Boolean),
+    dnsServers: parseDnsServers(env.LEDGERHOOK_DNS_SERVERS),
     retryScheduleMs: env.LEDGERHOOK_RETRY_SCHEDULE?.trim()
       ? parseSchedule(env.LEDGERHOOK_RETRY_SCHEDULE)
       : DEFAULT_RETRY_SCHEDULE_MS,
@@ -132,7 +221,27 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     pollIntervalMs: readDuration(env, 'LEDGERHOOK_POLL_INTERVAL', 1_000, 10),
     dispatchLeaseMs: 0,
     watchPollIntervalMs: readDuration(env, 'LEDGERHOOK_WATCH_POLL_INTERVAL', 2_000, 10),
+    rateLimit: parseRateLimit(env.LEDGERHOOK_RATE_LIMIT?.trim() || '1000/1s', 'LEDGERHOOK_RATE_LIMIT'),
+    testRateLimit: parseRateLimit(
+      env.LEDGERHOOK_TEST_RATE_LIMIT?.trim() || '60/1m',
+      'LEDGERHOOK_TEST_RATE_LIMIT',
+    ),
+    headersTimeoutMs: readDuration(env, 'LEDGERHOOK_HEADERS_TIMEOUT', 10_000, 100, MAX_TIMEOUT_MS),
+    requestTimeoutMs: readDuration(env, 'LEDGERHOOK_REQUEST_TIMEOUT', 30_000, 100, MAX_TIMEOUT_MS),
+    dbQueryTimeoutMs: readDuration(env, 'LEDGERHOOK_DB_QUERY_TIMEOUT', 10_000, 100, MAX_TIMEOUT_MS),
+    dbConnectTimeoutMs: readDuration(env, 'LEDGERHOOK_DB_CONNECT_TIMEOUT', 5_000, 100, MAX_TIMEOUT_MS),
+    readyTimeoutMs: readDuration(env, 'LEDGERHOOK_READY_TIMEOUT', 2_000, 100, MAX_TIMEOUT_MS),
+    // 8 s: inside the 10 s after which `docker stop` kills (Kubernetes and systemd wait longer), so
+    // the process itself releases its claims and data directory. At least 1 s: closing takes some.
+    shutdownTimeoutMs: readDuration(env, 'LEDGERHOOK_SHUTDOWN_TIMEOUT', 8_000, 1_000),
   };
+  // Node refuses a headers timeout longer than the request's, which includes the headers.
+  if (config.headersTimeoutMs > config.requestTimeoutMs) {
+    throw new ConfigError(
+      'LEDGERHOOK_HEADERS_TIMEOUT',
+      `must not exceed LEDGERHOOK_REQUEST_TIMEOUT (${config.requestTimeoutMs} ms)`,
+    );
+  }
   // The lease must outlive any request, so a live dispatcher never loses a claim to another.
   const minimumLease = config.deliveryTimeoutMs + config.connectTimeoutMs + 1_000;
   config.dispatchLeaseMs = readDuration(

@@ -46,7 +46,11 @@ export class NotFoundError extends AppError {
 
 export class ConflictError extends AppError {
   readonly kind = 'conflict';
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** Extra members of the problem details, e.g. the id of the resource it conflicts with. */
+    readonly extensions: Record<string, string> = {},
+  ) {
     super(message);
     this.name = 'ConflictError';
   }
@@ -61,6 +65,35 @@ export class UpstreamUnavailableError extends AppError {
   ) {
     super(message);
     this.name = 'UpstreamUnavailableError';
+  }
+}
+
+/** The account sent more requests than its rate limit allows; it may retry after a while. */
+export class RateLimitedError extends AppError {
+  readonly kind = 'rate_limited';
+  override readonly retryable = true;
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(message);
+    this.name = 'RateLimitedError';
+  }
+}
+
+/**
+ * The database cannot be reached right now: refused, reset, timed out, shutting down, out of
+ * connections (see isDatabaseUnavailable in store/). The same request may succeed later.
+ */
+export class DatabaseUnavailableError extends AppError {
+  readonly kind = 'database_unavailable';
+  override readonly retryable = true;
+  constructor(
+    cause: unknown,
+    readonly retryAfterSeconds = 5,
+  ) {
+    super('The database is unavailable; retry later', { cause });
+    this.name = 'DatabaseUnavailableError';
   }
 }
 

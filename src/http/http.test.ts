@@ -93,6 +93,49 @@ describe('HTTP surface', () => {
     expect(r.headers.get('content-type')).toContain('application/problem+json');
   });
 
+  test.each([
+    ['PUT', '/api/v1/subscription/01a1ffc2-3a39-75cc-aff5-245fafbb1e9b', 'DELETE, GET, HEAD'],
+    ['PATCH', '/api/v1/subscription', 'GET, HEAD, POST'],
+    ['DELETE', '/api/v1/folder', 'GET, HEAD'],
+    ['GET', '/api/v1/subscription/01a1ffc2-3a39-75cc-aff5-245fafbb1e9b/test', 'POST'],
+    ['POST', '/healthz', 'GET, HEAD'],
+    ['POST', '/readyz/', 'GET, HEAD'],
+  ])('%s %s is 405 with Allow: %s, as a problem, with or without a token', async (method, path, allow) => {
+    const before = await snapshotDatabase(t.app.store);
+    for (const token of [undefined, null]) {
+      const r = await t.request(method, path, { token, body: method === 'GET' ? undefined : {} });
+      expect(r.status, r.text).toBe(405);
+      expect(r.headers.get('allow')).toBe(allow);
+      expect(r.headers.get('content-type')).toContain('application/problem+json');
+      expect(r.body).toMatchObject({
+        status: 405,
+        title: 'Method Not Allowed',
+        type: 'urn:ledgerhook:problem:method_not_allowed',
+      });
+    }
+    expect(await snapshotDatabase(t.app.store)).toEqual(before);
+  });
+
+  test('GET / points to the documentation: browsers are redirected to /docs', async () => {
+    const browser = await fetch(`${t.app.url}/`, {
+      headers: { accept: 'text/html,application/xhtml+xml' },
+      redirect: 'manual',
+    });
+    expect(browser.status).toBe(302);
+    expect(browser.headers.get('location')).toBe('/docs');
+    const client = await t.request('GET', '/', { token: null });
+    expect(client.status).toBe(200);
+    expect(client.body).toEqual({
+      service: 'ledgerhook',
+      version: expect.stringMatching(/^\d+\.\d+\.\d+/),
+      docs: '/docs',
+      openapi: '/openapi.json',
+    });
+    expect((await t.request('GET', (client.body as { docs: string }).docs, { token: null })).status).toBe(
+      200,
+    );
+  });
+
   test('a body over the limit is 413 and stores nothing', async () => {
     const before = await snapshotDatabase(t.app.store);
     const r = await t.request('POST', '/api/v1/registry/create', {

@@ -5,6 +5,7 @@ import { Type } from 'typebox';
 import type { Accounts } from '../accounts/service.js';
 import { registerRegistryRoutes } from '../registry/routes.js';
 import type { Registries } from '../registry/service.js';
+import { withDeadline } from '../shared/deadline.js';
 import { registerSubscriptionRoutes } from '../subscriptions/routes.js';
 import type { Subscriptions } from '../subscriptions/service.js';
 import { registerTransactionRoutes } from '../transactions/routes.js';
@@ -13,7 +14,15 @@ import type { FollowerStatus } from '../watch/follower.js';
 import { requireBearerToken } from './auth.js';
 import type { Metrics } from './metrics.js';
 import { registerProblemHandling, sendProblem } from './problem.js';
-import { ProblemSchema } from './schemas.js';
+import { type RateLimit, registerRateLimit } from './rate-limit.js';
+import {
+  answerClientError,
+  answerFrameworkError,
+  MAX_PARAM_LENGTH,
+  registerRequestInput,
+} from './request-input.js';
+import { createRouteTable } from './route-table.js';
+import { ProblemSchema, problemResponse } from './schemas.js';
 import { createValidatorCompiler } from './validation.js';
 
 declare module 'fastify' {
@@ -36,7 +45,16 @@ export interface HttpServerDeps {
   /** The followers' state, shown by /readyz (an unreachable node does not make the API unready). */
   watchStatus?: () => FollowerStatus[];
   bodyLimit: number;
+  /** A client must send a request's headers within this, */
+  headersTimeoutMs: number;
+  /** and the whole request (headers and body) within this, or the connection is closed (408). */
+  requestTimeoutMs: number;
+  /** /readyz answers 503 when the database has not answered within this. */
+  readyTimeoutMs: number;
   version: string;
+  /** Requests per account (undefined: unlimited); test notifications have a limit of their own. */
+  rateLimit?: RateLimit;
+  testRateLimit?: RateLimit;
 }
 
 export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyInstance> {
@@ -45,20 +63,40 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
     bodyLimit: deps.bodyLimit,
     // Request logs carry method, URL and status; bodies are never logged (they may be encrypted at rest).
     return503OnClosing: true,
-    routerOptions: { ignoreTrailingSlash: true },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError,
+    // Slow clients (a body trickled a byte at a time, with or without a token) must not hold
+    // connections open: Node answers 408 and closes once a request is not received in time.
+    // Fastify's default of 0 would switch Node's whole-request limit off.
+    requestTimeout: deps.requestTimeoutMs,
+    http: {
+      headersTimeout: deps.headersTimeoutMs,
+      requestTimeout: deps.requestTimeoutMs,
+      // Node enforces both limits on a periodic sweep (every 30 s by default), so the sweep must
+      // be finer than the limits for them to hold.
+      connectionsCheckingInterval: Math.max(
+        10,
+        Math.min(1_000, Math.floor(Math.min(deps.headersTimeoutMs, deps.requestTimeoutMs) / 4)),
+      ),
+    },
   });
-  // Every route this server serves, so a test can hold the OpenAPI document to all of them.
+  // Every route this server serves, so a test can hold the OpenAPI document to all of them, and
+  // a known path asked with another method is answered 405 with Allow.
   const served: string[] = [];
+  const table = createRouteTable();
   app.addHook('onRoute', (route) => {
-    for (const method of [route.method].flat()) if (method !== 'HEAD') served.push(`${method} ${route.url}`);
+    for (const method of [route.method].flat()) {
+      if (method === 'HEAD') continue;
+      served.push(`${method} ${route.url}`);
+      table.add(method, route.url);
+    }
   });
   app.decorate('servedRoutes', served);
   app.setValidatorCompiler(createValidatorCompiler());
-  // The API takes JSON only: without Fastify's built-in text/plain parser a text body is 415,
-  // not a confusing 400 about the body's type.
-  app.removeContentTypeParser('text/plain');
+  registerRequestInput(app);
   app.addSchema(ProblemSchema);
-  registerProblemHandling(app);
+  registerProblemHandling(app, { allowedMethods: (path) => table.allowed(path) });
   deps.metrics.instrument(app);
 
   await app.register(swagger, {
@@ -68,28 +106,79 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
         title: 'Ledgerhook API',
         version: deps.version,
         description:
-          'Address notifications, registries and transaction lookup. Errors are RFC 9457 problem details (application/problem+json).',
+          'Address notifications, registries and transaction lookup. Errors are RFC 9457 problem details (application/problem+json). A path asked with a method it does not have is 405 with an `Allow` header (components.responses.MethodNotAllowed). Every /api/v1 route may answer 429 over the account’s rate limit and 503 while the database is unavailable, both with `Retry-After`.',
+        license: { name: 'MIT', url: 'https://opensource.org/licenses/MIT' },
       },
+      // Relative: the document describes the service that serves it, wherever it listens.
+      servers: [{ url: '/', description: 'This Ledgerhook service' }],
       components: {
         securitySchemes: {
           bearerAuth: { type: 'http', scheme: 'bearer', description: 'API token (lh_...)' },
+          apiKey: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'x-api-key',
+            description: 'The same API token, as Tatum clients send it',
+          },
+        },
+        // Components are not rewritten like route schemas: the reference is the document's own.
+        responses: {
+          MethodNotAllowed: {
+            description: problemResponse(405).description,
+            content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+          },
         },
       },
-      security: [{ bearerAuth: [] }],
+      security: [{ bearerAuth: [] }, { apiKey: [] }],
     },
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => (json.$id as string) ?? `def-${i}` },
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: false } });
 
   const open = { security: [] as never[], tags: ['service'] };
-  app.get('/openapi.json', { schema: { ...open, summary: 'This OpenAPI 3 document' } }, async () =>
-    app.swagger(),
+  app.get(
+    '/',
+    {
+      schema: {
+        ...open,
+        operationId: 'getRoot',
+        summary: 'Where to start: the API documentation',
+        description:
+          'A browser (Accept: text/html) is redirected to /docs; other clients get links to the documentation and the OpenAPI document.',
+        response: {
+          200: Type.Object({
+            service: Type.String(),
+            version: Type.String(),
+            docs: Type.String({ description: 'Browsable API documentation' }),
+            openapi: Type.String({ description: 'The OpenAPI 3 document' }),
+          }),
+          302: Type.Null({ description: 'Redirect to /docs (browsers)' }),
+        },
+      },
+    },
+    async (request, reply) => {
+      if (/\btext\/html\b/.test(request.headers.accept ?? '')) return reply.redirect('/docs', 302);
+      return { service: 'ledgerhook', version: deps.version, docs: '/docs', openapi: '/openapi.json' };
+    },
+  );
+  app.get(
+    '/openapi.json',
+    {
+      schema: {
+        ...open,
+        operationId: 'getOpenApi',
+        summary: 'This OpenAPI 3 document',
+        response: { 200: Type.Object({}, { additionalProperties: true, description: 'OpenAPI 3.0' }) },
+      },
+    },
+    async () => app.swagger(),
   );
   app.get(
     '/healthz',
     {
       schema: {
         ...open,
+        operationId: 'getHealth',
         summary: 'Liveness: the process serves requests',
         response: { 200: Type.Object({ status: Type.String() }) },
       },
@@ -101,6 +190,7 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
     {
       schema: {
         ...open,
+        operationId: 'getReadiness',
         summary: 'Readiness: the database answers',
         description:
           'Ready when the database answers. `networks` shows each chain follower: last block processed, node head, and the last error while its node is unreachable (which does not make the API unready).',
@@ -121,13 +211,14 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
               }),
             ),
           }),
-          503: { $ref: 'Problem#' },
+          503: problemResponse(503, 'The database does not answer (within the readiness deadline)'),
         },
       },
     },
     async (request, reply) => {
       try {
-        await deps.checkReady();
+        // A database that accepts connections but never answers must not hang the probe.
+        await withDeadline(deps.checkReady(), deps.readyTimeoutMs, 'the database readiness check');
         return { status: 'ready', database: 'ok', networks: deps.watchStatus?.() ?? [] };
       } catch (err) {
         request.log.warn({ err }, 'readiness check failed');
@@ -137,7 +228,19 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
   );
   app.get(
     '/metrics',
-    { schema: { ...open, summary: 'Prometheus metrics (text exposition format)', produces: ['text/plain'] } },
+    {
+      schema: {
+        ...open,
+        operationId: 'getMetrics',
+        summary: 'Prometheus metrics (text exposition format)',
+        response: {
+          200: {
+            description: 'Prometheus text exposition format 0.0.4',
+            content: { 'text/plain': { schema: { type: 'string' } } },
+          },
+        },
+      },
+    },
     async (_request, reply) =>
       reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics()),
   );
@@ -146,8 +249,9 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
     await app.register(
       async (api) => {
         requireBearerToken(api, deps.accounts);
+        await registerRateLimit(api, deps.rateLimit);
         registerRegistryRoutes(api, deps.registries);
-        registerSubscriptionRoutes(api, deps.subscriptions);
+        registerSubscriptionRoutes(api, deps.subscriptions, { testRateLimit: deps.testRateLimit });
         registerTransactionRoutes(api, deps.transactions);
       },
       { prefix: '/api/v1' },

@@ -8,6 +8,7 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import pg from 'pg';
 import * as tables from './tables.js';
+import { QueryTimeoutError } from './unavailable.js';
 
 export type Tables = typeof tables;
 /** The typed database handle; a transaction has the same type, so operations accept either. */
@@ -43,7 +44,19 @@ export interface HeldLock {
   release(): Promise<void>;
 }
 
-export type StoreOptions = { databaseUrl: string; onError?: (err: Error) => void } | { pgliteDir: string };
+export type StoreOptions = (PostgresOptions & { databaseUrl: string }) | { pgliteDir: string };
+
+export interface PostgresOptions {
+  /** Errors of connections nobody is waiting on (dropped while idle, a listener's connection). */
+  onError?: (err: Error) => void;
+  /**
+   * A query without an answer within this fails with QueryTimeoutError and its connection is
+   * closed (the server stops the statement at the same deadline). 10 s by default.
+   */
+  queryTimeoutMs?: number;
+  /** Connecting, or waiting for a free pooled connection, fails after this. 5 s by default. */
+  connectTimeoutMs?: number;
+}
 
 export const migrationsFolder = fileURLToPath(new URL('../../drizzle', import.meta.url));
 
@@ -53,7 +66,7 @@ const NAMED_LOCK_SPACE = 7_461_003;
 const MIGRATION_LOCK_KEY = 7_461_001;
 
 export async function openStore(options: StoreOptions): Promise<Store> {
-  if ('databaseUrl' in options) return openPostgres(options.databaseUrl, options.onError);
+  if ('databaseUrl' in options) return openPostgres(options.databaseUrl, options);
   return openPglite(options.pgliteDir);
 }
 
@@ -85,10 +98,116 @@ async function openPglite(dir: string): Promise<Store> {
   };
 }
 
-async function openPostgres(connectionString: string, onError?: (err: Error) => void): Promise<Store> {
-  const pool = new pg.Pool({ connectionString, max: 10, connectionTimeoutMillis: 5_000 });
+// A server that vanished without closing (host down, cable cut, NAT entry dropped) is noticed by
+// TCP keepalive after this much silence plus about ten unanswered probes, instead of the system's
+// two hours, even on a connection that only listens or holds a lock.
+const KEEPALIVE_DELAY_MS = 10_000;
+// The server ends a transaction left idle this long (its client partitioned away mid-transaction),
+// so its locks do not outlive the client. Our transactions never wait on anything but the database.
+const IDLE_IN_TRANSACTION_MS = 60_000;
+/** How long a listener waits between reconnection attempts, at most. */
+const MAX_LISTEN_RETRY_MS = 5_000;
+
+type Querier = { query: (...args: unknown[]) => unknown };
+
+/**
+ * Gives every query of `client` a deadline. A query that outlives it closes the connection: its
+ * queries fail with QueryTimeoutError at once, and a pool never hands the connection out again
+ * (an abandoned query left on a live connection could still commit later, or leave a transaction
+ * open for the next borrower).
+ */
+function withQueryDeadline(client: pg.Client, timeoutMs: number): pg.Client {
+  const querier = client as unknown as Querier;
+  const query = querier.query.bind(client);
+  const abandon = () => {
+    const stream = (client as unknown as { connection?: { stream?: { destroy(err: Error): void } } })
+      .connection?.stream;
+    stream?.destroy(new QueryTimeoutError(timeoutMs));
+  };
+  querier.query = (...args: unknown[]) => {
+    const timer = setTimeout(abandon, timeoutMs);
+    const done = () => clearTimeout(timer);
+    const last = args.at(-1);
+    try {
+      if (typeof last === 'function') {
+        // Callback style (pg-pool's own queries).
+        args[args.length - 1] = (...results: unknown[]) => {
+          done();
+          (last as (...r: unknown[]) => void)(...results);
+        };
+        return query(...args);
+      }
+      const result = query(...args) as Promise<unknown>;
+      result.then(done, done);
+      return result;
+    } catch (err) {
+      done();
+      throw err;
+    }
+  };
+  return client;
+}
+
+/**
+ * A borrowed connection that breaks goes back to the pool at once, to be discarded, and a second
+ * release is ignored. drizzle's transaction() sends BEGIN before its try/finally, so a BEGIN that
+ * fails (the database away) would otherwise never give its connection back: a few outages would
+ * use up the pool for good, and closing the pool would wait forever.
+ */
+function returnLostConnections(pool: pg.Pool): void {
+  const connect = pool.connect.bind(pool) as (callback?: unknown) => Promise<pg.PoolClient> | undefined;
+  const guarded = (client: pg.PoolClient): pg.PoolClient => {
+    const release = client.release;
+    let released = false;
+    const onError = (err: Error) => client.release(err);
+    client.release = (err?: Error | boolean) => {
+      if (released) return;
+      released = true;
+      client.removeListener('error', onError);
+      release(err);
+    };
+    client.on('error', onError);
+    return client;
+  };
+  // Callers with a callback (pg-pool's own query()) release on error themselves.
+  pool.connect = ((callback?: unknown) =>
+    callback ? connect(callback) : connect()!.then(guarded)) as typeof pool.connect;
+}
+
+async function openPostgres(connectionString: string, options: PostgresOptions): Promise<Store> {
+  const { onError } = options;
+  const queryTimeoutMs = options.queryTimeoutMs ?? 10_000;
+  const connectTimeoutMs = options.connectTimeoutMs ?? 5_000;
+  const connection = {
+    connectionString,
+    connectionTimeoutMillis: connectTimeoutMs,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+  } satisfies pg.ClientConfig;
+  const limited = {
+    ...connection,
+    statement_timeout: queryTimeoutMs,
+    idle_in_transaction_session_timeout: Math.max(IDLE_IN_TRANSACTION_MS, 2 * queryTimeoutMs),
+  } satisfies pg.ClientConfig;
+  /** A connection of its own, with the query deadline, for listening or holding a lock. */
+  const dedicatedClient = () => withQueryDeadline(new pg.Client(limited), queryTimeoutMs);
+
+  const pool = new pg.Pool({
+    ...limited,
+    max: 10,
+    Client: class extends pg.Client {
+      constructor(config?: pg.ClientConfig) {
+        super(config);
+        withQueryDeadline(this, queryTimeoutMs);
+        // A connection lost while borrowed (between a transaction's queries) would otherwise be an
+        // 'error' without a listener, which ends the process; its queries fail on their own.
+        this.on('error', () => {});
+      }
+    },
+  });
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', (err) => onError?.(err));
+  returnLostConnections(pool);
   const db = drizzlePg(pool, { schema: tables }) as unknown as Db;
   let closed = false;
   return {
@@ -98,44 +217,71 @@ async function openPostgres(connectionString: string, onError?: (err: Error) => 
       await pool.query('SELECT 1');
     },
     async migrate() {
-      const lockClient = await pool.connect();
+      // A connection of its own without the query deadline: a migration may rebuild a big table,
+      // and waits here while another process migrates. Ending the session releases the lock.
+      const client = new pg.Client(connection);
+      client.on('error', (err) => onError?.(err));
+      await client.connect();
       try {
-        await lockClient.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-        await migratePg(drizzlePg(pool), { migrationsFolder });
+        await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+        await migratePg(drizzlePg(client), { migrationsFolder });
       } finally {
-        await lockClient.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
-        lockClient.release();
+        await client.end().catch(() => {});
       }
     },
     async listen(channel, onNotify) {
-      // LISTEN needs a connection of its own, kept open and re-opened when it drops.
+      // LISTEN needs a connection of its own, kept open and re-opened whenever it drops, for as
+      // long as the database stays away.
       let client: pg.Client | undefined;
       let stopped = false;
+      let retry: NodeJS.Timeout | undefined;
+      let retryMs = 1_000;
+      const reconnectLater = () => {
+        if (stopped || closed || retry) return;
+        retry = setTimeout(() => {
+          retry = undefined;
+          connect().catch(() => reconnectLater());
+        }, retryMs);
+        retry.unref();
+        retryMs = Math.min(MAX_LISTEN_RETRY_MS, retryMs * 2);
+      };
       const connect = async (): Promise<void> => {
         if (stopped || closed) return;
-        const c = new pg.Client({ connectionString, connectionTimeoutMillis: 5_000 });
+        const c = dedicatedClient();
         c.on('notification', (message) => {
           if (message.channel === channel) onNotify(message.payload);
         });
         c.on('error', (err) => {
           onError?.(err);
           c.end().catch(() => {});
-          if (client === c) client = undefined;
-          setTimeout(() => void connect().catch(() => {}), 1_000).unref();
+          if (client !== c) return; // still connecting: connect() rejects and is retried
+          client = undefined;
+          reconnectLater();
         });
-        await c.connect();
-        await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+        try {
+          await c.connect();
+          await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+        } catch (err) {
+          await c.end().catch(() => {});
+          throw err;
+        }
+        if (stopped || closed) {
+          await c.end().catch(() => {});
+          return;
+        }
         client = c;
+        retryMs = 1_000;
         onNotify(); // anything sent while we were not listening is picked up now
       };
       await connect();
       return async () => {
         stopped = true;
+        if (retry) clearTimeout(retry);
         await client?.end().catch(() => {});
       };
     },
     async tryLock(name) {
-      const client = new pg.Client({ connectionString, connectionTimeoutMillis: 5_000 });
+      const client = dedicatedClient();
       let signalLost: () => void = () => {};
       const lost = new Promise<void>((resolve) => {
         signalLost = resolve;
@@ -148,16 +294,22 @@ async function openPostgres(connectionString: string, onError?: (err: Error) => 
       client.on('end', () => {
         if (!released) signalLost();
       });
-      await client.connect();
-      const { rows } = await client.query<{ ok: boolean }>(
-        'SELECT pg_try_advisory_lock($1::int, hashtext($2)) AS ok',
-        [NAMED_LOCK_SPACE, name],
-      );
-      if (!rows[0]?.ok) {
-        released = true;
-        await client.end().catch(() => {});
-        return undefined;
+      let granted: boolean | undefined;
+      try {
+        await client.connect();
+        const { rows } = await client.query<{ ok: boolean }>(
+          'SELECT pg_try_advisory_lock($1::int, hashtext($2)) AS ok',
+          [NAMED_LOCK_SPACE, name],
+        );
+        granted = rows[0]?.ok;
+      } finally {
+        if (!granted) {
+          // Not ours, or not known: closing the session drops whatever it may have been granted.
+          released = true;
+          await client.end().catch(() => {});
+        }
       }
+      if (!granted) return undefined;
       return {
         lost,
         async release() {
