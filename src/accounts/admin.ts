@@ -3,6 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
 import { AppError, NotFoundError, UnauthorizedError } from '../errors.js';
+import { closeServer } from '../shared/shutdown.js';
+import { dataDirHolder } from '../store/lock.js';
 import type { Accounts, IssuedToken, TokenInfo } from './service.js';
 
 /**
@@ -59,12 +61,55 @@ export async function startAdminServer(deps: {
   writePrivate(path.join(deps.dataDir, ADMIN_FILE), JSON.stringify({ pid: process.pid, url }));
   return {
     url,
-    async close() {
+    /** Unpublishes the endpoint, then closes it; connections still open at `forceAt` are cut. */
+    async close(forceAt = Date.now()) {
       fs.rmSync(path.join(deps.dataDir, ADMIN_FILE), { force: true });
       fs.rmSync(path.join(deps.dataDir, SECRET_FILE), { force: true });
-      await app.close();
+      await closeServer(app, forceAt);
     },
   };
+}
+
+/** The service holding the data directory has not published its admin endpoint in time. */
+export class ServiceStartingError extends Error {
+  constructor(
+    readonly dataDir: string,
+    readonly pid: number,
+  ) {
+    super(
+      `the service using ${dataDir} (pid ${pid}) is still starting: its admin endpoint is not up yet; try again once it serves`,
+    );
+    this.name = 'ServiceStartingError';
+  }
+}
+
+function publishedBy(dataDir: string): number | undefined {
+  try {
+    const { pid } = JSON.parse(fs.readFileSync(path.join(dataDir, ADMIN_FILE), 'utf8')) as { pid?: unknown };
+    return typeof pid === 'number' ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The admin client of the service `pid` that holds `dataDir`. A service that is still starting
+ * has not published its endpoint yet (or an earlier one's file is still there): wait for it up to
+ * `waitMs`. Resolves undefined if the service stops meanwhile, so the caller can open the
+ * database itself.
+ */
+export async function connectAdmin(
+  dataDir: string,
+  pid: number,
+  waitMs: number,
+): Promise<ReturnType<typeof createAdminClient> | undefined> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    if (publishedBy(dataDir) === pid) return createAdminClient(dataDir);
+    if (dataDirHolder(dataDir) !== pid) return undefined;
+    if (Date.now() >= deadline) throw new ServiceStartingError(dataDir, pid);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
 
 /** The token operations, carried out by the running service through its admin endpoint. */

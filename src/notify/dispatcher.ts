@@ -56,6 +56,8 @@ export const tokenContext = (subscriptionId: string) => `subscription:${subscrip
 interface Job {
   id: string;
   subscriptionId: string;
+  /** Sent as the Ledgerhook-Event-Type header, so receivers can route without parsing. */
+  eventType: string;
   body: string;
   attempts: number;
   scheduleStep: number;
@@ -71,9 +73,8 @@ interface Job {
 /** A subscription's opened secrets, kept in memory between deliveries. */
 interface Credentials {
   version: string;
-  signingKeys: Buffer[];
-  /** Signs beside the current key until then (a rotation's overlap). */
-  previousKeyUntil: number;
+  /** The current key, then each rotated-out key with the time it stops signing. */
+  signingKeys: { key: Buffer; until: number }[];
   authorization: string;
 }
 
@@ -146,7 +147,10 @@ export function createDispatcher(options: DispatcherOptions) {
   /** Requests in flight, aborted if they outlast the shutdown grace period. */
   const live = new Set<AbortController>();
   let aborting = false;
+  /** True from start until shutdown begins; nothing is claimed or sent once it is false. */
   let running = false;
+  let startedOnce = false;
+  let stopping: Promise<void> | undefined;
   let loopDone: Promise<void> | undefined;
   let flushing: Promise<void> = Promise.resolve();
   let flushTimer: NodeJS.Timeout | undefined;
@@ -167,19 +171,20 @@ export function createDispatcher(options: DispatcherOptions) {
     ];
     if (stale.length === 0) return;
     const result = await db.execute(sql`
-      SELECT id, secret, previous_secret, previous_secret_expires_at, callback_token
+      SELECT id, secret, previous_secrets, secret_version, callback_token
       FROM subscriptions WHERE id = ANY(${list(stale)}::uuid[])`);
     if (credentials.size > 50_000) credentials.clear();
     for (const r of rowsOf<Record<string, unknown>>(result)) {
       const id = r.id as string;
-      const expires = r.previous_secret_expires_at ? new Date(r.previous_secret_expires_at as string) : null;
-      const keys = [webhookKey(envelope.open(r.secret as Sealed, secretContext(id)))];
-      if (r.previous_secret)
-        keys.push(webhookKey(envelope.open(r.previous_secret as Sealed, secretContext(id))));
+      const open = (sealed: Sealed) => webhookKey(envelope.open(sealed, secretContext(id)));
+      // Rotated-out secrets, as the subscriptions' previous_secrets column holds them.
+      const previous = (r.previous_secrets ?? []) as { secret: Sealed; expiresAt: string }[];
       credentials.set(id, {
-        version: expires?.toISOString() ?? '',
-        signingKeys: keys,
-        previousKeyUntil: expires?.getTime() ?? 0,
+        version: String(r.secret_version),
+        signingKeys: [
+          { key: open(r.secret as Sealed), until: Number.POSITIVE_INFINITY },
+          ...previous.map((p) => ({ key: open(p.secret), until: Date.parse(p.expiresAt) })),
+        ],
         authorization: `Bearer ${envelope.open(r.callback_token as Sealed, tokenContext(id))}`,
       });
     }
@@ -199,19 +204,19 @@ export function createDispatcher(options: DispatcherOptions) {
       SET locked_by = ${workerId}, locked_until = now() + ${leaseMs} * interval '1 millisecond'
       FROM due, subscriptions s
       WHERE n.id = due.id AND s.id = n.subscription_id
-      RETURNING n.id, n.subscription_id, n.body, n.attempts, n.schedule_step, n.armed_by,
-        s.url, s.ack, s.status, s.deleted_at IS NOT NULL AS deleted,
-        coalesce(to_char(s.previous_secret_expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), '') AS version`);
+      RETURNING n.id, n.subscription_id, n.event_type, n.body, n.attempts, n.schedule_step, n.armed_by,
+        s.url, s.ack, s.status, s.deleted_at IS NOT NULL AS deleted, s.secret_version AS version`);
     const jobs = rowsOf<Record<string, unknown>>(result).map((r) => ({
       id: r.id as string,
       subscriptionId: r.subscription_id as string,
+      eventType: r.event_type as string,
       body: r.body as string,
       attempts: Number(r.attempts),
       scheduleStep: Number(r.schedule_step),
       armedBy: r.armed_by as string,
       url: r.url as string,
       ack: r.ack as string,
-      credentialsVersion: r.version as string,
+      credentialsVersion: String(r.version),
       subscriptionStatus: r.status as string,
       subscriptionDeleted: r.deleted === true,
     }));
@@ -312,12 +317,14 @@ export function createDispatcher(options: DispatcherOptions) {
     }
     const creds = credentials.get(job.subscriptionId);
     if (!creds) throw new Error(`no credentials loaded for subscription ${job.subscriptionId}`);
-    const keys = creds.previousKeyUntil > now() ? creds.signingKeys : creds.signingKeys.slice(0, 1);
+    const at = now();
+    const keys = creds.signingKeys.filter((k) => k.until > at).map((k) => k.key);
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       authorization: creds.authorization,
       'user-agent': userAgent,
-      ...signWebhook(job.id, Math.floor(now() / 1000), job.body, keys),
+      'ledgerhook-event-type': job.eventType,
+      ...signWebhook(job.id, Math.floor(at / 1000), job.body, keys),
     };
     const startedAt = new Date(now());
     const result = await post(job, headers);
@@ -359,7 +366,25 @@ export function createDispatcher(options: DispatcherOptions) {
       error,
       disableReason,
     });
-    if (outcome !== 'delivered') log.debug({ notification: job.id, error }, 'delivery attempt failed');
+    // An operator reads the log, not only the API's delivery log: every failed attempt is a line.
+    if (outcome !== 'delivered') {
+      log.warn(
+        {
+          subscription: job.subscriptionId,
+          notification: job.id,
+          attempt: job.attempts + 1,
+          status: result.statusCode,
+          error,
+          outcome,
+          retryInMs: delayMs,
+        },
+        outcome === 'retry'
+          ? 'delivery attempt failed; will retry'
+          : disableReason
+            ? `delivery failed: ${disableReason}; subscription disabled`
+            : 'delivery failed: no attempts left',
+      );
+    }
     options.observer?.attempt(outcome, durationMs);
     scheduleFlush();
   }
@@ -510,6 +535,7 @@ export function createDispatcher(options: DispatcherOptions) {
       if (capacity > 0) {
         try {
           await maintain();
+          if (!running) break;
           claimed = await claim(Math.min(batchSize, capacity));
         } catch (err) {
           if (!running) break;
@@ -517,6 +543,8 @@ export function createDispatcher(options: DispatcherOptions) {
           await sleep(pollIntervalMs);
           continue;
         }
+        // Shutdown began while the claim was under way: send none of it (stop releases the rows).
+        if (!running) break;
         if (claimed.length === Math.min(batchSize, capacity)) busySince ??= now();
         else busySince = undefined;
       }
@@ -551,11 +579,21 @@ export function createDispatcher(options: DispatcherOptions) {
     log.debug({ ms: now() - started }, 'outbox statistics refreshed');
   }
 
+  /**
+   * The first step of shutdown, synchronous so that nothing can slip in after it: no notification
+   * is claimed or sent from now on. Deliveries already in flight go on until `stop`.
+   */
+  function stopClaiming(): void {
+    running = false;
+    wake();
+  }
+
   return {
     workerId,
     /** Starts claiming and delivering until `stop`. */
     async start(): Promise<void> {
-      if (running) return;
+      if (startedOnce) return;
+      startedOnce = true;
       running = true;
       if (options.releaseAllClaimsOnStart) {
         await db.execute(
@@ -567,33 +605,37 @@ export function createDispatcher(options: DispatcherOptions) {
     },
     /** Nudges the loop, e.g. after this process enqueued something. */
     wake,
+    stopClaiming,
     /**
-     * Stops claiming, lets deliveries in flight finish (up to `graceMs`), records their results,
-     * and releases whatever is still unfinished so another dispatcher can take it at once.
+     * Stops claiming, lets deliveries in flight finish for up to `graceMs` and aborts the rest,
+     * records the results, and releases every row still claimed (aborted or never sent) so that
+     * the next start, or another dispatcher, sends it at once.
      */
-    async stop(graceMs = requestTimeoutMs + 1_000): Promise<void> {
-      if (!running) return;
-      running = false;
-      wake();
-      await loopDone;
-      const all = Promise.all([...inflight]);
-      const timer = setTimeout(() => {
-        aborting = true;
-        for (const controller of live) controller.abort();
-      }, graceMs);
-      await all;
-      clearTimeout(timer);
-      await flush();
-      await flushing;
-      try {
-        await db.execute(
-          sql`UPDATE notifications SET locked_by = NULL, locked_until = NULL WHERE locked_by = ${workerId}`,
-        );
-        await unlisten?.();
-      } catch (err) {
-        // The leases expire by themselves; nothing is lost if the database is already gone.
-        log.warn({ err }, 'could not release claimed notifications on stop');
-      }
+    stop(graceMs = requestTimeoutMs + 1_000): Promise<void> {
+      if (!startedOnce) return Promise.resolve();
+      stopping ??= (async () => {
+        stopClaiming();
+        // The grace runs from now, whatever the loop is waiting for (a slow database included).
+        const timer = setTimeout(() => {
+          aborting = true;
+          for (const controller of live) controller.abort();
+        }, graceMs);
+        await loopDone;
+        await Promise.all([...inflight]);
+        clearTimeout(timer);
+        await flush();
+        await flushing;
+        try {
+          await db.execute(
+            sql`UPDATE notifications SET locked_by = NULL, locked_until = NULL WHERE locked_by = ${workerId}`,
+          );
+          await unlisten?.();
+        } catch (err) {
+          // The leases expire by themselves; nothing is lost if the database is already gone.
+          log.warn({ err }, 'could not release claimed notifications on stop');
+        }
+      })();
+      return stopping;
     },
     /** Notifications in flight in this process. */
     inflightCount: () => inflight.size,

@@ -1,4 +1,12 @@
-import { encodeFunctionData, getAddress, type Hex, parseAbi } from 'viem';
+import {
+  encodeFunctionData,
+  getAddress,
+  getContractAddress,
+  type Hex,
+  keccak256,
+  parseAbi,
+  toRlp,
+} from 'viem';
 import { describe, expect, test } from 'vitest';
 import { pendingTransfers } from './mempool.js';
 
@@ -17,7 +25,14 @@ const base = { txHash: hash, txIndex: 0, logIndex: null, batchIndex: 0, tokenId:
 describe('pendingTransfers', () => {
   test('native value to its recipient, checksummed', () => {
     expect(
-      pendingTransfers({ hash, from: sender, to: recipient.toLowerCase() as Hex, value: 5n, input: '0x' }),
+      pendingTransfers({
+        hash,
+        nonce: 0,
+        from: sender,
+        to: recipient.toLowerCase() as Hex,
+        value: 5n,
+        input: '0x',
+      }),
     ).toEqual([
       {
         index: 0,
@@ -41,15 +56,15 @@ describe('pendingTransfers', () => {
       args: [owner, recipient, 7n],
     });
     const erc20 = { ...base, kind: 'erc20', token: getAddress(token), to: recipient };
-    expect(pendingTransfers({ hash, from: sender, to: token, value: 0n, input: transfer })).toEqual([
-      { index: 1, transfer: { ...erc20, from: getAddress(sender), value: 12n } },
-    ]);
-    expect(pendingTransfers({ hash, from: sender, to: token, value: 0n, input: transferFrom })).toEqual([
-      { index: 1, transfer: { ...erc20, from: owner, value: 7n } },
-    ]);
+    expect(pendingTransfers({ hash, nonce: 0, from: sender, to: token, value: 0n, input: transfer })).toEqual(
+      [{ index: 1, transfer: { ...erc20, from: getAddress(sender), value: 12n } }],
+    );
+    expect(
+      pendingTransfers({ hash, nonce: 0, from: sender, to: token, value: 0n, input: transferFrom }),
+    ).toEqual([{ index: 1, transfer: { ...erc20, from: owner, value: 7n } }]);
     // Value and calldata in one transaction: two transfers, native first.
     expect(
-      pendingTransfers({ hash, from: sender, to: token, value: 1n, input: transfer }).map((t) => [
+      pendingTransfers({ hash, nonce: 0, from: sender, to: token, value: 1n, input: transfer }).map((t) => [
         t.index,
         t.transfer.kind,
       ]),
@@ -59,14 +74,41 @@ describe('pendingTransfers', () => {
     ]);
   });
 
-  test('nothing for other calls, truncated calldata, zero value or a contract creation', () => {
+  test('nothing for other calls, truncated calldata or zero value', () => {
     const approve = encodeFunctionData({ abi, functionName: 'approve', args: [recipient, 1n] });
     const transfer = encodeFunctionData({ abi, functionName: 'transfer', args: [recipient, 12n] });
-    expect(pendingTransfers({ hash, from: sender, to: token, value: 0n, input: approve })).toEqual([]);
+    expect(pendingTransfers({ hash, nonce: 0, from: sender, to: token, value: 0n, input: approve })).toEqual(
+      [],
+    );
     expect(
-      pendingTransfers({ hash, from: sender, to: token, value: 0n, input: transfer.slice(0, 40) as Hex }),
+      pendingTransfers({
+        hash,
+        nonce: 0,
+        from: sender,
+        to: token,
+        value: 0n,
+        input: transfer.slice(0, 40) as Hex,
+      }),
     ).toEqual([]);
-    expect(pendingTransfers({ hash, from: sender, to: recipient, value: 0n, input: '0x' })).toEqual([]);
-    expect(pendingTransfers({ hash, from: sender, to: null, value: 9n, input: transfer })).toEqual([]);
+    expect(pendingTransfers({ hash, nonce: 0, from: sender, to: recipient, value: 0n, input: '0x' })).toEqual(
+      [],
+    );
+  });
+
+  test('a contract creation: its value to the address the contract will have, its init code no token call', () => {
+    const transfer = encodeFunctionData({ abi, functionName: 'transfer', args: [recipient, 12n] });
+    // Computed independently: RLP of [sender, nonce], hashed, low 20 bytes (CREATE).
+    const created = getAddress(`0x${keccak256(toRlp([sender, '0x07'])).slice(-40)}`);
+    expect(created).toBe(getContractAddress({ from: sender, nonce: 7n }));
+    expect(pendingTransfers({ hash, nonce: 7, from: sender, to: null, value: 9n, input: transfer })).toEqual([
+      {
+        index: 0,
+        transfer: { ...base, kind: 'native', token: null, from: getAddress(sender), to: created, value: 9n },
+      },
+    ]);
+    // No value: nothing, whatever the init code.
+    expect(pendingTransfers({ hash, nonce: 7, from: sender, to: null, value: 0n, input: transfer })).toEqual(
+      [],
+    );
   });
 });

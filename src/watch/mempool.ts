@@ -16,8 +16,9 @@
  * pending block instead. Each new filter also takes in the pending block once, so a transaction
  * that entered the pool before the filter existed (at start, after a lost filter) is not missed.
  *
- * Only top-level value is visible before execution: native value, and ERC-20 `transfer` /
- * `transferFrom` calldata sent straight to the token. Whether the transaction will succeed is not
+ * Only top-level value is visible before execution: native value (a contract creation's to the
+ * address the contract will have), and ERC-20 `transfer` / `transferFrom` calldata sent straight
+ * to the token. Whether the transaction will succeed is not
  * known yet; a pending transaction that is dropped or replaced stays notified once (its
  * replacement, another hash, is notified as well) and is never withdrawn.
  */
@@ -26,6 +27,7 @@ import {
   decodeFunctionData,
   encodeFunctionData,
   getAddress,
+  getContractAddress,
   type Hex,
   type PublicClient,
   parseAbi,
@@ -48,6 +50,8 @@ export interface PendingTransaction {
   to: Hex | null;
   value: bigint;
   input: Hex;
+  /** The sender's nonce: with the sender, it fixes the address a contract creation will have. */
+  nonce: number;
 }
 
 /** A transfer a pending transaction would make, and its place in the transaction. */
@@ -92,13 +96,15 @@ function tokenCall(sender: Hex, input: Hex): { from: Hex; to: Hex; value: bigint
 /**
  * What a pending transaction would move: its native value (if any) to its recipient, and the
  * ERC-20 transfer its calldata asks of the token it calls (`transfer`: from the sender;
- * `transferFrom`: from the first argument, whoever the spender). Contract creations are skipped:
- * their recipient exists only once mined. Addresses are EIP-55 checksummed.
+ * `transferFrom`: from the first argument, whoever the spender). A contract creation's recipient
+ * is the address the contract will have (CREATE: from the sender and its nonce), the one its
+ * receipt names once mined; its input is init code, never a token call. Addresses are EIP-55
+ * checksummed.
  */
 export function pendingTransfers(tx: PendingTransaction): PendingTransfer[] {
-  if (tx.to === null) return [];
   const sender = getAddress(tx.from);
-  const recipient = getAddress(tx.to);
+  const recipient =
+    tx.to === null ? getContractAddress({ from: sender, nonce: BigInt(tx.nonce) }) : getAddress(tx.to);
   const base = { txHash: tx.hash, txIndex: 0, logIndex: null, batchIndex: 0, tokenId: null };
   const transfers: PendingTransfer[] = [];
   if (tx.value > 0n) {
@@ -107,6 +113,7 @@ export function pendingTransfers(tx: PendingTransaction): PendingTransfer[] {
       transfer: { ...base, kind: 'native', token: null, from: sender, to: recipient, value: tx.value },
     });
   }
+  if (tx.to === null) return transfers;
   const call = tokenCall(sender, tx.input);
   if (call) transfers.push({ index: 1, transfer: { ...base, kind: 'erc20', token: recipient, ...call } });
   return transfers;
@@ -120,6 +127,8 @@ export interface MempoolStatus {
   active: boolean;
   healthy: boolean;
   lastError: string | null;
+  /** Polls that failed since the process started. */
+  errors: number;
 }
 
 export interface EvmMempoolWatcherDeps {
@@ -176,6 +185,7 @@ export function createEvmMempoolWatcher(deps: EvmMempoolWatcherDeps) {
     active: false,
     healthy: false,
     lastError: null,
+    errors: 0,
   };
   let source: 'filter' | 'pending-block' = 'filter';
   let filterId: Hex | undefined;
@@ -303,7 +313,7 @@ export function createEvmMempoolWatcher(deps: EvmMempoolWatcherDeps) {
         ...index.lookup(network.name, transfer.to),
       ].filter((s) => s.mempool);
       if (watchers.length === 0) continue;
-      let decimals = 0;
+      let decimals: number | null = 0;
       if (transfer.kind === 'erc20' && transfer.token) {
         if (!(await isFungible(transfer.token))) continue;
         decimals = (await deps.tokens.get(transfer.token)).decimals;

@@ -1,3 +1,4 @@
+import { describeNodeError } from '../chains/node-errors.js';
 import type { Sleeper } from '../shared/sleeper.js';
 
 export interface PollingOptions {
@@ -9,8 +10,8 @@ export interface PollingOptions {
   isRunning: () => boolean;
   /** One round of work; may return a pause other than the interval (e.g. a standby's). */
   round: () => Promise<number | undefined>;
-  /** Health shown in /readyz. */
-  status: { healthy: boolean; lastError: string | null };
+  /** Health shown in /readyz, and the failed rounds counted for /metrics. */
+  status: { healthy: boolean; lastError: string | null; errors: number };
   /** A failed round: log it, forget what it may have left inconsistent. */
   onError: (message: string, retryInMs: number) => void;
 }
@@ -34,7 +35,9 @@ export async function runPolling(options: PollingOptions): Promise<void> {
     } catch (err) {
       if (!options.isRunning()) break;
       status.healthy = false;
-      status.lastError = (err as Error).message.split('\n')[0] ?? 'error';
+      status.errors++;
+      // Which node and what failed (status, refusal, timeout…), not only "HTTP request failed.".
+      status.lastError = describeNodeError(err);
       options.onError(status.lastError, backoff);
       await sleeper.sleep(backoff);
       backoff = Math.min(options.maxBackoffMs, backoff * 2);

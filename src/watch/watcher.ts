@@ -49,7 +49,7 @@ export function createWatcher(deps: WatcherDeps) {
   const mempools = new Map<string, EvmMempoolWatcher>();
   let running = false;
   let unlisten: (() => Promise<void>) | undefined;
-  const headSubscriptions = new Map<string, () => Promise<void>>();
+  const headSubscriptions = new Map<string, () => void>();
 
   function apply(change: SubscriptionChange): void {
     deps.index.apply(change);
@@ -94,28 +94,30 @@ export function createWatcher(deps: WatcherDeps) {
   /**
    * New heads by WebSocket (`newHeads`) wake the follower at once; polling stays the floor, so a
    * dropped socket only costs latency. Reconnection is ours (with backoff, logged once per
-   * failure): viem's own reconnect loop prints its failures to the console.
+   * failure): viem's own reconnect loop prints its failures to the console. Returns a function
+   * that ends the subscription at once, without waiting on the node.
    */
-  function subscribeToHeads(name: string, url: string, follower: EvmFollower): () => Promise<void> {
+  function subscribeToHeads(name: string, url: string, follower: EvmFollower): () => void {
     const log = deps.logger.child({ component: 'heads', network: name });
     let closed = false;
     let backoffMs = 1_000;
-    let current: { client: PublicClient; unsubscribe?: () => Promise<unknown> } | undefined;
+    /** This attempt's socket, taken when it was made: viem caches sockets by URL. */
+    let current: Promise<{ close(): void }> | undefined;
     let retry: NodeJS.Timeout | undefined;
 
-    const drop = async () => {
-      const was = current;
+    /**
+     * Closing the socket ends its subscriptions on the node. No eth_unsubscribe: over a socket
+     * that died it is never answered, and viem would wait for the answer forever.
+     */
+    const drop = () => {
+      const socket = current;
       current = undefined;
-      await was?.unsubscribe?.().catch(() => {});
-      await was?.client.transport
-        .getRpcClient()
-        .then((rpc: { close(): void }) => rpc.close())
-        .catch(() => {});
+      void socket?.then((rpc) => rpc.close()).catch(() => {});
     };
     const reconnectLater = (why: string) => {
       if (closed || retry) return;
       log.warn({ err: why, retryInMs: backoffMs }, 'newHeads unavailable; following by polling meanwhile');
-      void drop();
+      drop();
       retry = setTimeout(() => {
         retry = undefined;
         connect();
@@ -125,33 +127,40 @@ export function createWatcher(deps: WatcherDeps) {
     };
     function connect(): void {
       if (closed) return;
-      const client = createPublicClient({
+      const transport = createPublicClient({
         transport: webSocket(url, { reconnect: false, keepAlive: true, retryCount: 0 }),
-      });
-      const attempt = { client } as { client: PublicClient; unsubscribe?: () => Promise<unknown> };
-      current = attempt;
-      (client.transport as unknown as WebSocketSubscriber)
+      }).transport as unknown as WebSocketSubscriber & { getRpcClient(): Promise<{ close(): void }> };
+      const socket = transport.getRpcClient();
+      current = socket;
+      transport
         .subscribe({
           params: ['newHeads'],
           onData: () => follower.wake(),
-          onError: (err: Error) => reconnectLater(err.message),
+          onError: (err: Error) => {
+            if (current === socket) reconnectLater(err.message);
+          },
         })
         .then(
-          (subscription) => {
-            attempt.unsubscribe = subscription.unsubscribe;
-            if (closed || current !== attempt) void subscription.unsubscribe().catch(() => {});
+          () => {
+            // Closed or replaced while subscribing: this socket is no longer anyone's.
+            if (current !== socket) {
+              void socket.then((rpc) => rpc.close()).catch(() => {});
+              return;
+            }
             backoffMs = 1_000;
             // Blocks mined while the subscription was being set up brought no event: look now.
             follower.wake();
           },
-          (err: Error) => reconnectLater(err.message),
+          (err: Error) => {
+            if (current === socket) reconnectLater(err.message);
+          },
         );
     }
     connect();
-    return async () => {
+    return () => {
       closed = true;
       if (retry) clearTimeout(retry);
-      await drop();
+      drop();
     };
   }
 
@@ -178,14 +187,21 @@ export function createWatcher(deps: WatcherDeps) {
     mempoolStatus(): MempoolStatus[] {
       return [...mempools.values()].map((m) => m.status());
     },
+    /** Distinct watched addresses per network. */
+    addressCounts: () => deps.index.addressCounts(),
+    /**
+     * Stops every follower, mempool watcher and newHeads subscription at once. Nothing here waits
+     * on a node: a round in progress ends with its request (which fails fast when the node is
+     * gone), and sockets are closed rather than unsubscribed.
+     */
     async stop(): Promise<void> {
       running = false;
-      await unlisten?.();
-      await Promise.all([...headSubscriptions.values()].map((close) => close()));
+      for (const close of headSubscriptions.values()) close();
       headSubscriptions.clear();
-      await Promise.all([...followers.values(), ...mempools.values()].map((w) => w.stop()));
+      const watchers = [...followers.values(), ...mempools.values()];
       followers.clear();
       mempools.clear();
+      await Promise.all([unlisten?.(), ...watchers.map((w) => w.stop())]);
     },
   };
 }

@@ -1,0 +1,307 @@
+/**
+ * The command line's grammar: its commands, their options and arguments, their help, and the
+ * parsing that turns argv into one of them or into a one-line usage error.
+ */
+import { parseArgs } from 'node:util';
+
+/** A command line that does not fit the grammar; reported as one line, exit code 2. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+interface OptionSpec {
+  type: 'string' | 'boolean';
+  multiple?: boolean;
+  /** The value's placeholder in help (string options). */
+  value?: string;
+  help: string;
+}
+
+export type CommandName = 'serve' | 'migrate' | 'token create' | 'token list' | 'token revoke';
+
+interface CommandSpec {
+  name: CommandName;
+  /** Required positional arguments, by their placeholder. */
+  args: string[];
+  summary: string;
+  description: string;
+  options: Record<string, OptionSpec>;
+}
+
+const COMMANDS: CommandSpec[] = [
+  {
+    name: 'serve',
+    args: [],
+    summary: 'run the service (the default command)',
+    description:
+      'Runs the API, the webhook dispatcher and the chain watchers. SIGTERM or Ctrl-C stops it within\n' +
+      'LEDGERHOOK_SHUTDOWN_TIMEOUT (8s by default).',
+    options: {
+      role: {
+        type: 'string',
+        multiple: true,
+        value: 'ROLE',
+        help: 'api, dispatcher or watcher; repeat it or give a comma list (default: all, or LEDGERHOOK_ROLES)',
+      },
+      devnet: {
+        type: 'boolean',
+        help: 'also start a local anvil chain as network DEVNET, for trying things offline',
+      },
+    },
+  },
+  {
+    name: 'migrate',
+    args: [],
+    summary: 'apply database migrations and exit',
+    description: 'Applies pending database migrations and exits (serve applies them too).',
+    options: {},
+  },
+  {
+    name: 'token create',
+    args: [],
+    summary: 'issue an API token (creating the account if new)',
+    description:
+      'Issues an API token, creating the account if it is new. The token is the last line printed and is\n' +
+      'not shown again.',
+    options: {
+      account: {
+        type: 'string',
+        value: 'NAME',
+        help: 'the account: 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit (default: default)',
+      },
+    },
+  },
+  {
+    name: 'token list',
+    args: [],
+    summary: 'list API tokens (never their secrets)',
+    description: 'Lists API tokens: id, account, prefix, created, last used and whether revoked.',
+    options: {},
+  },
+  {
+    name: 'token revoke',
+    args: ['ID'],
+    summary: 'revoke a token at once',
+    description: 'Revokes the token with this id (see token list) at once.',
+    options: {},
+  },
+];
+
+const TOKEN_DESCRIPTION =
+  'Manages API tokens. While the service runs, the CLI goes through its admin endpoint on loopback;\n' +
+  'otherwise it opens the database itself. With the embedded database it needs the data directory\n' +
+  'of a service that has run (LEDGERHOOK_DATA_DIR).';
+
+function usageLine(spec: CommandSpec): string {
+  const options = Object.entries(spec.options).map(([name, o]) =>
+    o.type === 'string' ? `[--${name} ${o.value}]` : `[--${name}]`,
+  );
+  return ['ledgerhook', spec.name, ...options, ...spec.args].join(' ');
+}
+
+function table(rows: [string, string][]): string {
+  const width = Math.max(...rows.map(([left]) => left.length)) + 3;
+  return rows.map(([left, right]) => `  ${left.padEnd(width)}${right}`).join('\n');
+}
+
+const commandRows = (specs: CommandSpec[]): [string, string][] =>
+  specs.map((spec) => [[spec.name, ...spec.args].join(' '), spec.summary]);
+
+export function generalHelp(): string {
+  return [
+    'Usage: ledgerhook [COMMAND] [OPTIONS]',
+    '',
+    'Self-hostable blockchain webhooks, registries and transaction lookup.',
+    '',
+    'Commands:',
+    table([...commandRows(COMMANDS), ['help [COMMAND]', 'show the help of a command']]),
+    '',
+    'Every command takes --help (-h); ledgerhook --version prints the version.',
+    'Configuration comes from the environment: PORT, HOST, LEDGERHOOK_DATA_DIR, DATABASE_URL,',
+    'LEDGERHOOK_MASTER_KEY, LOG_LEVEL and more (see the README).',
+    'Exit codes: 0 done, 1 failed, 2 invalid command line or configuration.',
+  ].join('\n');
+}
+
+function commandHelp(spec: CommandSpec): string {
+  const options: [string, string][] = Object.entries(spec.options).map(([name, o]) => [
+    o.type === 'string' ? `--${name} ${o.value}` : `--${name}`,
+    o.help,
+  ]);
+  options.push(['-h, --help', 'show this help']);
+  return [`Usage: ${usageLine(spec)}`, '', spec.description, '', 'Options:', table(options)].join('\n');
+}
+
+function tokenHelp(): string {
+  const tokens = COMMANDS.filter((c) => c.name.startsWith('token '));
+  return [
+    'Usage: ledgerhook token create|list|revoke ...',
+    '',
+    TOKEN_DESCRIPTION,
+    '',
+    'Commands:',
+    table(tokens.map((spec) => [usageLine(spec).replace(/^ledgerhook /, ''), spec.summary])),
+    '',
+    'ledgerhook help token <command> shows the options of each.',
+  ].join('\n');
+}
+
+/** The help for `topic` (words after `help`); the general help without one. */
+export function helpFor(topic: string[]): string {
+  if (topic.length === 0) return generalHelp();
+  const name = topic.join(' ');
+  if (name === 'token') return tokenHelp();
+  if (name === 'help') return generalHelp();
+  const spec = COMMANDS.find((c) => c.name === name);
+  if (!spec) throw new UsageError(`no such command "${name}"; the commands are ${commandList()}`);
+  return commandHelp(spec);
+}
+
+function commandList(): string {
+  return `${COMMANDS.map((c) => c.name).join(', ')} and help`;
+}
+
+export type ParsedCommandLine =
+  | { kind: 'help'; text: string }
+  | { kind: 'version' }
+  | {
+      kind: 'run';
+      command: CommandName;
+      values: { role?: string[]; devnet?: boolean; account?: string };
+      args: string[];
+    };
+
+/** The closest known option, if it is close enough to be what was meant. */
+function suggestion(given: string, known: string[]): string | undefined {
+  const distance = (a: string, b: string): number => {
+    const row = Array.from({ length: b.length + 1 }, (_, j) => j);
+    for (let i = 1; i <= a.length; i++) {
+      let previous = row[0]!;
+      row[0] = i;
+      for (let j = 1; j <= b.length; j++) {
+        const current = row[j]!;
+        row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, previous + (a[i - 1] === b[j - 1] ? 0 : 1));
+        previous = current;
+      }
+    }
+    return row[b.length]!;
+  };
+  const ranked = known.map((name) => ({ name, d: distance(given, name) })).sort((x, y) => x.d - y.d);
+  return ranked[0] && ranked[0].d <= 2 ? ranked[0].name : undefined;
+}
+
+function optionsOf(spec: CommandSpec | undefined): string[] {
+  return spec ? Object.keys(spec.options).map((name) => `--${name}`) : [];
+}
+
+/** Turns node's parseArgs errors into a line that names the option and what the command takes. */
+function parseFailure(err: unknown, spec: CommandSpec | undefined): UsageError {
+  const e = err as { code?: string; message?: string };
+  const where = spec ? spec.name : 'ledgerhook';
+  const helpHint = spec ? `see ledgerhook help ${spec.name}` : 'see ledgerhook --help';
+  const option = /'(-{1,2}[^' ]+)/.exec(e.message ?? '')?.[1] ?? '';
+  if (e.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    const known = optionsOf(spec);
+    const close = suggestion(option, known);
+    const takes = known.length > 0 ? `it takes ${known.join(', ')}` : 'it takes no options';
+    return new UsageError(
+      `unknown option ${option} for ${where}${close ? ` (did you mean ${close}?)` : ''}; ${takes}; ${helpHint}`,
+    );
+  }
+  if (e.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+    const name = option.replace(/^-+/, '');
+    const placeholder = spec?.options[name]?.value;
+    return new UsageError(
+      placeholder
+        ? `option ${option} of ${where} needs a value: ${option} ${placeholder}`
+        : `option ${option} of ${where} takes no value; ${helpHint}`,
+    );
+  }
+  return new UsageError(`${(e.message ?? String(err)).split('\n')[0]}; ${helpHint}`);
+}
+
+/**
+ * Parses the command line. The command comes first (`serve` when there is none); `token` takes
+ * a subcommand. Options are checked against the command's own, so a typo is an error, not ignored.
+ */
+export function parseCommandLine(argv: string[]): ParsedCommandLine {
+  const words: string[] = [];
+  let rest = argv;
+  while (words.length < 2 && rest[0] !== undefined && !rest[0].startsWith('-')) {
+    // `token` takes a second word; every other command is one word.
+    if (words.length === 1 && words[0] !== 'token' && words[0] !== 'help') break;
+    words.push(rest[0]);
+    rest = rest.slice(1);
+  }
+  const [first, second] = words;
+
+  if (first === 'help') {
+    // `help token create`: every remaining word names the topic.
+    const topic = [...words.slice(1), ...rest.filter((a) => !a.startsWith('-'))];
+    return { kind: 'help', text: helpFor(topic) };
+  }
+  if (first === 'version') return { kind: 'version' };
+
+  let spec: CommandSpec | undefined;
+  if (first === undefined) {
+    spec = undefined; // no command: global options, or serve's
+  } else if (first === 'token') {
+    if (second === undefined) {
+      if (rest.includes('--help') || rest.includes('-h')) return { kind: 'help', text: tokenHelp() };
+      throw new UsageError('token needs a command: token create, token list or token revoke ID');
+    }
+    spec = COMMANDS.find((c) => c.name === `token ${second}`);
+    if (!spec)
+      throw new UsageError(
+        `unknown command "token ${second}"; use token create, token list or token revoke ID`,
+      );
+  } else {
+    spec = COMMANDS.find((c) => c.name === first);
+    if (!spec) throw new UsageError(`unknown command "${first}"; the commands are ${commandList()}`);
+  }
+
+  const effective = spec ?? COMMANDS[0]!;
+  const options: Record<string, { type: 'string' | 'boolean'; multiple?: boolean; short?: string }> = {
+    help: { type: 'boolean', short: 'h' },
+  };
+  if (spec === undefined) options.version = { type: 'boolean', short: 'V' };
+  for (const [name, o] of Object.entries(effective.options))
+    options[name] = { type: o.type, ...(o.multiple ? { multiple: true } : {}) };
+
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({ args: rest, options, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw parseFailure(err, effective);
+  }
+  const values = parsed.values as Record<string, unknown>;
+  if (values.help) return { kind: 'help', text: spec ? commandHelp(spec) : generalHelp() };
+  if (values.version) return { kind: 'version' };
+
+  const args = parsed.positionals;
+  if (args.length < effective.args.length) {
+    throw new UsageError(
+      `${effective.name} needs ${effective.args.slice(args.length).join(' ')}: ${usageLine(effective)}`,
+    );
+  }
+  if (args.length > effective.args.length) {
+    const extra = args[effective.args.length]!;
+    if (spec !== undefined)
+      throw new UsageError(`unexpected argument "${extra}" for ${effective.name}: ${usageLine(effective)}`);
+    const known = COMMANDS.some((c) => c.name.split(' ')[0] === extra);
+    throw new UsageError(
+      known
+        ? `the command comes before its options: ledgerhook ${extra} [OPTIONS]`
+        : `unknown command "${extra}"; the commands are ${commandList()}`,
+    );
+  }
+  return {
+    kind: 'run',
+    command: effective.name,
+    values: values as { role?: string[]; devnet?: boolean; account?: string },
+    args,
+  };
+}
