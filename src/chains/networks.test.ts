@@ -79,6 +79,26 @@ describe('the built-in catalog', () => {
     expect(catalog.names()).not.toContain('GLMR');
   });
 
+  test.each([
+    ['ethereum-mainnet', 'ETH'],
+    ['bsc-mainnet', 'BSC'],
+    ['polygon-mainnet', 'POL'],
+    ['moonbeam-mainnet', 'GLRM'],
+    ['bitcoin-mainnet', 'BTC'],
+    ['solana-mainnet', 'SOL'],
+    ['algorand-mainnet', 'ALGO'],
+    ['algorand-mainnet-algod', 'ALGO'],
+    ['Ethereum-Mainnet', 'ETH'],
+  ])("Tatum's v4 chain name %s is network %s", (tatum, name) => {
+    expect(catalog.find(tatum)?.name).toBe(name);
+    expect(catalog.names()).not.toContain(tatum.toUpperCase());
+  });
+
+  test('Tatum testnet names are not taken for mainnets', () => {
+    for (const name of ['ethereum-sepolia', 'bitcoin-testnet', 'solana-devnet', 'algorand-testnet'])
+      expect(catalog.find(name)).toBeUndefined();
+  });
+
   test('the catalog is a fresh copy per load: changing one does not change another', () => {
     const a = loadNetworks({});
     a.find('ETH')!.rpcUrls.push('http://mutated.example');

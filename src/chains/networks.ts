@@ -41,10 +41,11 @@ const DEFAULT_CONFIRMATIONS: Record<Family, number> = { evm: 1, bitcoin: 2, algo
 
 // Public endpoints so that a fresh install with internet access works at once; override them with
 // your own nodes (LEDGERHOOK_RPC_<NETWORK>, LEDGERHOOK_WS_<NETWORK> or the config file).
+// The aliases include Tatum's v4 chain names (ethereum-mainnet, …), so its users' requests work.
 const BUILT_IN: NetworkDefaults[] = [
   {
     name: 'ETH',
-    aliases: [],
+    aliases: ['ETHEREUM-MAINNET'],
     family: 'evm',
     chainId: 1,
     symbol: 'ETH',
@@ -55,7 +56,7 @@ const BUILT_IN: NetworkDefaults[] = [
   },
   {
     name: 'BSC',
-    aliases: [],
+    aliases: ['BSC-MAINNET'],
     family: 'evm',
     chainId: 56,
     symbol: 'BNB',
@@ -66,7 +67,7 @@ const BUILT_IN: NetworkDefaults[] = [
   },
   {
     name: 'POL',
-    aliases: ['MATIC'],
+    aliases: ['MATIC', 'POLYGON-MAINNET'],
     family: 'evm',
     chainId: 137,
     symbol: 'POL',
@@ -77,7 +78,7 @@ const BUILT_IN: NetworkDefaults[] = [
   },
   {
     name: 'GLRM',
-    aliases: ['GLMR'],
+    aliases: ['GLMR', 'MOONBEAM-MAINNET'],
     family: 'evm',
     chainId: 1284,
     symbol: 'GLMR',
@@ -88,7 +89,7 @@ const BUILT_IN: NetworkDefaults[] = [
   },
   {
     name: 'ALGO',
-    aliases: [],
+    aliases: ['ALGORAND-MAINNET', 'ALGORAND-MAINNET-ALGOD', 'ALGORAND-MAINNET-INDEXER'],
     family: 'algorand',
     symbol: 'ALGO',
     decimals: 6,
@@ -98,7 +99,7 @@ const BUILT_IN: NetworkDefaults[] = [
   },
   {
     name: 'BTC',
-    aliases: [],
+    aliases: ['BITCOIN-MAINNET'],
     family: 'bitcoin',
     symbol: 'BTC',
     decimals: 8,
@@ -108,7 +109,7 @@ const BUILT_IN: NetworkDefaults[] = [
   },
   {
     name: 'SOL',
-    aliases: [],
+    aliases: ['SOLANA-MAINNET'],
     family: 'solana',
     symbol: 'SOL',
     decimals: 9,

@@ -90,6 +90,10 @@ export function createAddressIndex(familyOf: (network: string) => Family | undef
     /** Whether at least one subscription on `network` wants mempool notifications. */
     watchesMempool: (network: string): boolean => (mempoolCount.get(network) ?? 0) > 0,
     size: () => byId.size,
+    /** Distinct watched addresses per network. */
+    addressCounts(): Record<string, number> {
+      return Object.fromEntries([...byNetwork].map(([network, addresses]) => [network, addresses.size]));
+    },
   };
 }
 

@@ -10,20 +10,23 @@ export interface EvmNotificationInput {
   subscription: WatchedSubscription;
   /** Absent while in the mempool. */
   blockNumber?: number;
-  /** Token decimals (ignored for native transfers and NFTs). */
-  decimals: number;
+  /** Token decimals (ignored for native transfers and NFTs); null when the token's are unknown. */
+  decimals: number | null;
   /** Depth of the block when notified (0 in the mempool). */
   confirmations: number;
   mempool: boolean;
 }
 
-/** An amount in display units, negative because on EVM chains `address` is the sender. */
-function signedAmount(transfer: EvmTransfer, network: Network, decimals: number): string {
+/**
+ * An amount in display units, negative because on EVM chains `address` is the sender. A token of
+ * unknown decimals keeps its raw units.
+ */
+function signedAmount(transfer: EvmTransfer, network: Network, decimals: number | null): string {
   const units =
     transfer.kind === 'native'
       ? formatUnits(transfer.value, network.decimals)
       : transfer.kind === 'erc20'
-        ? formatUnits(transfer.value, decimals)
+        ? formatUnits(transfer.value, decimals ?? 0)
         : transfer.value.toString(); // NFTs: a count
   return units === '0' ? '0' : `-${units}`;
 }
@@ -41,6 +44,9 @@ export function buildEvmNotification(input: EvmNotificationInput): Record<string
     ...(input.blockNumber === undefined ? {} : { blockNumber: input.blockNumber }),
     asset: transfer.token ?? network.symbol,
     amount: signedAmount(transfer, network, input.decimals),
+    // Only where it applies, so that every other body keeps its shape: the receiver can tell that
+    // `amount` is in the token's raw units because its decimals could not be read.
+    ...(transfer.kind === 'erc20' && input.decimals === null ? { decimalsUnknown: true } : {}),
     ...(transfer.tokenId === null ? {} : { tokenId: transfer.tokenId.toString() }),
     mempool: input.mempool,
     counterAddress: transfer.to,

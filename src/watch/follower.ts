@@ -1,6 +1,6 @@
 import { and, eq, gt, inArray, lt, min, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
-import type { PublicClient } from 'viem';
+import { BlockNotFoundError, type PublicClient } from 'viem';
 import type { EvmBlockActivity, TokenInfo } from '../chains/evm/types.js';
 import type { Network } from '../chains/networks.js';
 import {
@@ -20,6 +20,13 @@ import { chainCursors, chainHeaders } from './schema.js';
 /** Headers kept per network: a reorganisation deeper than this is not followed. */
 const KEPT_HEADERS = 128;
 
+/** What the follower reads of the node's latest block. */
+interface TipBlock {
+  number: bigint;
+  hash: `0x${string}`;
+  parentHash: `0x${string}`;
+}
+
 export interface FollowerStatus {
   network: string;
   /** Last block processed. */
@@ -30,6 +37,8 @@ export interface FollowerStatus {
   lastError: string | null;
   /** Another process holds this network's follower lock; this one waits to take over. */
   standby: boolean;
+  /** Rounds that failed (node or database errors) since the process started. */
+  errors: number;
 }
 
 export interface EvmFollowerDeps {
@@ -68,6 +77,7 @@ export function createEvmFollower(deps: EvmFollowerDeps) {
     healthy: false,
     lastError: null,
     standby: false,
+    errors: 0,
   };
   let lock: HeldLock | undefined;
   let lockLost = false;
@@ -102,8 +112,7 @@ export function createEvmFollower(deps: EvmFollowerDeps) {
   }
 
   /** A new network starts at the current head: history before the first start is not replayed. */
-  async function initialise(head: bigint): Promise<{ height: number; hash: string }> {
-    const block = await client.getBlock({ blockNumber: head });
+  async function initialise(block: TipBlock): Promise<{ height: number; hash: string }> {
     await db.transaction(async (tx) => {
       await tx
         .insert(chainCursors)
@@ -246,8 +255,12 @@ export function createEvmFollower(deps: EvmFollowerDeps) {
         .from(chainHeaders)
         .where(and(eq(chainHeaders.network, network.name), eq(chainHeaders.height, height)));
       if (!stored) break;
-      const canonical = await client.getBlock({ blockNumber: BigInt(height) });
-      if (canonical.hash === stored.hash) break;
+      // A chain now shorter than the cursor has no block at this height: that block left it too.
+      const canonical = await client.getBlock({ blockNumber: BigInt(height) }).catch((err: unknown) => {
+        if (err instanceof BlockNotFoundError) return undefined;
+        throw err;
+      });
+      if (canonical?.hash === stored.hash) break;
     }
     const ancestor = height;
     const orphaned = await db
@@ -322,11 +335,35 @@ export function createEvmFollower(deps: EvmFollowerDeps) {
     return ancestor;
   }
 
+  /**
+   * Whether the node's latest block, at or below the cursor, is not the one processed at its
+   * height: the tip was replaced without a taller block (anvil_reorg, a node that switched forks),
+   * which no parent-hash check would see until the next block. A node merely behind us, on our
+   * chain, agrees with what we stored.
+   */
+  async function tipReplaced(latest: TipBlock, at: { height: number; hash: string }): Promise<boolean> {
+    const height = Number(latest.number);
+    if (height > at.height) return false;
+    if (height === at.height) return latest.hash !== at.hash;
+    const [stored] = await db
+      .select({ hash: chainHeaders.hash })
+      .from(chainHeaders)
+      .where(and(eq(chainHeaders.network, network.name), eq(chainHeaders.height, height)));
+    return stored !== undefined && stored.hash !== latest.hash;
+  }
+
   /** Processes every block up to the node's head. */
   async function catchUp(): Promise<void> {
-    const head = Number(await client.getBlockNumber());
+    // The latest block's header, for its number and its hash in one call (where eth_blockNumber
+    // gave the number alone): a tip replaced at the same height shows only in its hash.
+    const latest = await client.getBlock({ blockTag: 'latest' });
+    const head = Number(latest.number);
     status.head = head;
-    let at = (await cursor()) ?? (await initialise(BigInt(head)));
+    let at = (await cursor()) ?? (await initialise(latest));
+    if (await tipReplaced(latest, at)) {
+      await reorganise(at);
+      at = (await cursor())!;
+    }
     while (running && !lockLost && at.height < head) {
       const block = await deps.fetchActivity(client, BigInt(at.height + 1));
       if (block.parentHash !== at.hash) {

@@ -1,5 +1,6 @@
-import { type Hex, parseEther } from 'viem';
+import { getAddress, getContractAddress, type Hex, parseEther } from 'viem';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { artifact } from '../helpers/anvil.js';
 import { type Devnet, startDevnet } from '../helpers/devnet.js';
 import { backends } from '../helpers/env.js';
 import { waitFor } from '../helpers/process.js';
@@ -264,5 +265,91 @@ describe.each(backends)('the EVM mempool (anvil, mining paused) on %s', (backend
     const bodies = await d.receivedAtLeast(hash, 2);
     expect(bodies.map((b) => b.mempool)).toEqual([true, false]);
     proxy.intercept(() => undefined);
+  });
+  test('a token whose decimals() reverts: raw units marked decimalsUnknown, pending and mined alike', async () => {
+    const { alice, carol } = who();
+    await d.setAutomine(true);
+    let odd: Hex;
+    try {
+      // Mode 0: decimals() reverts.
+      odd = await d.deploy('OddToken', [0n]);
+      await d.call(0, odd, 'OddToken', 'mint', [alice, 5_000_000n]);
+    } finally {
+      await d.setAutomine(false);
+    }
+    const hash = await d.submitCall(1, odd, 'OddToken', 'transfer', [carol, 1_250_000n]);
+    const [pending] = await d.receivedAtLeast(hash, 1);
+    await stillPending(hash);
+    expect(pending).toEqual({
+      address: alice,
+      txId: hash,
+      type: 'token',
+      asset: odd,
+      amount: '-1250000',
+      decimalsUnknown: true,
+      mempool: true,
+      counterAddress: carol,
+      id: pending!.id,
+      subscriptionId: d.subs.get(alice)!.id,
+      chain: 'DEVNET',
+      watchedAddress: alice,
+      confirmations: 0,
+    });
+
+    await d.mine();
+    const bodies = await d.receivedAtLeast(hash, 2);
+    const mined = bodies.find((b) => b.mempool === false)!;
+    expect(mined).toEqual({
+      ...pending,
+      id: mined.id,
+      blockNumber: await blockOf(hash),
+      mempool: false,
+      confirmations: 1,
+    });
+  });
+
+  test('a contract creation carrying value: the would-be contract as recipient, the same once mined', async () => {
+    const { alice } = who();
+    const { abi, bytecode } = artifact('Sink');
+    const nonce = await d.chain.getTransactionCount({ address: alice, blockTag: 'pending' });
+    const hash = await d.wallets[1]!.deployContract({
+      abi,
+      bytecode,
+      value: parseEther('0.5'),
+      account: d.wallets[1]!.account!,
+      chain: null,
+    });
+    // CREATE: the address follows from the sender and its nonce alone.
+    const contract = getContractAddress({ from: alice, nonce: BigInt(nonce) });
+    const [pending] = await d.receivedAtLeast(hash, 1);
+    await stillPending(hash);
+    expect(pending).toEqual({
+      address: alice,
+      txId: hash,
+      type: 'native',
+      asset: 'ETH',
+      amount: '-0.5',
+      mempool: true,
+      counterAddress: contract,
+      id: pending!.id,
+      subscriptionId: d.subs.get(alice)!.id,
+      chain: 'DEVNET',
+      watchedAddress: alice,
+      confirmations: 0,
+    });
+
+    await d.mine();
+    const receipt = await d.chain.getTransactionReceipt({ hash });
+    expect(receipt.contractAddress && getAddress(receipt.contractAddress)).toBe(contract);
+    const bodies = await d.receivedAtLeast(hash, 2);
+    expect(bodies).toHaveLength(2);
+    const mined = bodies.find((b) => b.mempool === false)!;
+    expect(mined).toEqual({
+      ...pending,
+      id: mined.id,
+      blockNumber: Number(receipt.blockNumber),
+      mempool: false,
+      confirmations: 1,
+    });
   });
 });

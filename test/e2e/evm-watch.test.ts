@@ -1,5 +1,6 @@
-import { type Hex, parseEther } from 'viem';
+import { concat, type Hex, numberToHex, pad, parseEther } from 'viem';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { TRANSFER_TOPIC } from '../../src/chains/evm/activity.js';
 import { artifact } from '../helpers/anvil.js';
 import { type Body, type Devnet, startDevnet } from '../helpers/devnet.js';
 import { backends } from '../helpers/env.js';
@@ -15,7 +16,7 @@ describe.each(backends)('watching an EVM chain (anvil) on %s', (backend) => {
   const receivedAtLeast = (txHash: Hex, count: number) => d.receivedAtLeast(txHash, count);
   const processed = (height: bigint) => d.processed(height);
   const send = (from: number, to: Hex, value: bigint) => d.send(from, to, value);
-  const deploy = (name: Parameters<Devnet['deploy']>[0]) => d.deploy(name);
+  const deploy = (...args: Parameters<Devnet['deploy']>) => d.deploy(...args);
   const call = (...args: Parameters<Devnet['call']>) => d.call(...args);
   const subscribe = (address: Hex, extra?: Record<string, unknown>) => d.subscribe(address, extra);
 
@@ -145,6 +146,55 @@ describe.each(backends)('watching an EVM chain (anvil) on %s', (backend) => {
     }
   });
 
+  test('an ERC-20 Transfer whose data carries extra words: notified with its standard amount', async () => {
+    const alice = addresses[1]!;
+    // RawLogs emits the log as given and has 6 decimals, like a token that appends data to Transfer.
+    const raw = await deploy('RawLogs');
+    const topics = [TRANSFER_TOPIC, pad(alice), pad(addresses[3]!)];
+    const data = concat([numberToHex(2_500_000n, { size: 32 }), numberToHex(0xdeadn, { size: 32 })]);
+    const sent = await call(0, raw, 'RawLogs', 'emitLog', [topics, data]);
+    const [body] = await receivedAtLeast(sent.hash, 1);
+    expect(body).toEqual({
+      address: alice,
+      txId: sent.hash,
+      type: 'token',
+      blockNumber: Number(sent.block),
+      asset: raw,
+      amount: '-2.5',
+      mempool: false,
+      counterAddress: addresses[3],
+      id: body!.id,
+      subscriptionId: subs.get(alice)!.id,
+      chain: 'DEVNET',
+      watchedAddress: alice,
+      confirmations: 1,
+    });
+  });
+
+  test('a token whose decimals() answers nonsense: raw units, marked decimalsUnknown', async () => {
+    const alice = addresses[1]!;
+    // Mode 2: decimals() answers 300, which no uint8 holds.
+    const odd = await deploy('OddToken', [2n]);
+    const minted = await call(0, odd, 'OddToken', 'mint', [alice, 1_234_567n]);
+    const [body] = await receivedAtLeast(minted.hash, 1);
+    expect(body).toEqual({
+      address: '0x0000000000000000000000000000000000000000',
+      txId: minted.hash,
+      type: 'token',
+      blockNumber: Number(minted.block),
+      asset: odd,
+      amount: '-1234567',
+      decimalsUnknown: true,
+      mempool: false,
+      counterAddress: alice,
+      id: body!.id,
+      subscriptionId: subs.get(alice)!.id,
+      chain: 'DEVNET',
+      watchedAddress: alice,
+      confirmations: 1,
+    });
+  });
+
   test('a reverted transaction notifies nothing', async () => {
     const token = await deploy('TestToken');
     await call(0, token, 'TestToken', 'mint', [addresses[1]!, 1_000_000n]);
@@ -212,5 +262,88 @@ describe.each(backends)('watching an EVM chain (anvil) on %s', (backend) => {
           : undefined,
       'the new branch notified',
     );
+  });
+  test('a reorg that replaces the tip at the same height is noticed at once, without a taller block', async () => {
+    const [alice, bob] = [addresses[1]!, addresses[2]!];
+    const first = await send(1, bob, parseEther('4'));
+    const second = await send(2, alice, parseEther('5'));
+    const announced = [...(await receivedAtLeast(first.hash, 2)), ...(await receivedAtLeast(second.hash, 2))];
+    const height = await chain.getBlockNumber({ cacheTime: 0 });
+    expect(second.block).toBe(height);
+    expect(first.block).toBe(height - 1n);
+    const tip = await chain.getBlock({ blockNumber: height });
+
+    // Replace both blocks by two others, the first carrying another transfer; no block follows.
+    await chain.request({
+      method: 'anvil_reorg' as never,
+      params: [2, [[{ from: alice, to: bob, value: `0x${parseEther('6').toString(16)}` }, 0]]] as never,
+    });
+    expect(await chain.getBlockNumber({ cacheTime: 0 })).toBe(height);
+    expect((await chain.getBlock({ blockNumber: height })).hash).not.toBe(tip.hash);
+
+    const withdrawals = [
+      ...(await receivedAtLeast(first.hash, 4)),
+      ...(await receivedAtLeast(second.hash, 4)),
+    ].filter((b) => b.reorg === true);
+    expect(withdrawals).toHaveLength(4);
+    for (const original of announced) {
+      const withdrawal = withdrawals.find(
+        (b) => b.txId === original.txId && b.subscriptionId === original.subscriptionId,
+      )!;
+      expect(withdrawal).toEqual({ ...original, id: withdrawal.id, reorg: true });
+    }
+    // The new branch's transfer is notified, in its block at the same heights.
+    const replacement = await waitFor(() => {
+      const bodies = receiver.requests
+        .map((r) => JSON.parse(r.body) as Body)
+        .filter((b) => b.amount === '-6' && b.reorg === undefined);
+      return bodies.length >= 2 ? bodies : undefined;
+    }, 'the new branch notified');
+    const { transactions } = await chain.getBlock({ blockNumber: height - 1n });
+    for (const body of replacement) {
+      expect(body).toMatchObject({
+        address: alice,
+        counterAddress: bob,
+        blockNumber: Number(height - 1n),
+        txId: transactions[0],
+      });
+    }
+    // Still no taller block: the follower walked back on seeing another hash at the same height.
+    expect(await chain.getBlockNumber({ cacheTime: 0 })).toBe(height);
+  });
+  test('a reorg to a lower head with another hash: the node has no block at our height, we walk back at once', async () => {
+    const [alice, bob] = [addresses[1]!, addresses[2]!];
+    const first = await send(1, bob, parseEther('7'));
+    const second = await send(1, bob, parseEther('8'));
+    const announced = [...(await receivedAtLeast(first.hash, 2)), ...(await receivedAtLeast(second.hash, 2))];
+    await processed(second.block);
+
+    // The node drops both blocks and builds one other in their place: its head is below our cursor.
+    await chain.request({ method: 'anvil_rollback' as never, params: [2] as never });
+    const replacement = await send(2, alice, parseEther('9'));
+    expect(replacement.block).toBe(first.block);
+    expect(await chain.getBlockNumber({ cacheTime: 0 })).toBe(second.block - 1n);
+
+    const withdrawals = [
+      ...(await receivedAtLeast(first.hash, 4)),
+      ...(await receivedAtLeast(second.hash, 4)),
+    ].filter((b) => b.reorg === true);
+    expect(withdrawals).toHaveLength(4);
+    for (const original of announced) {
+      const withdrawal = withdrawals.find(
+        (b) => b.txId === original.txId && b.subscriptionId === original.subscriptionId,
+      )!;
+      expect(withdrawal).toEqual({ ...original, id: withdrawal.id, reorg: true });
+    }
+    const bodies = await receivedAtLeast(replacement.hash, 2);
+    for (const body of bodies) {
+      expect(body).toMatchObject({
+        address: bob,
+        counterAddress: alice,
+        amount: '-9',
+        blockNumber: Number(first.block),
+      });
+    }
+    expect(await chain.getBlockNumber({ cacheTime: 0 })).toBe(second.block - 1n);
   });
 });

@@ -202,6 +202,11 @@ describe.each(backends)('GET /api/v1/transaction on %s', (backend) => {
         status: 503,
         type: 'urn:ledgerhook:problem:upstream_unavailable',
       });
+      // The client learns which network failed and how, not where the operator's node lives.
+      const detail = (failing.body as { detail: string }).detail;
+      expect(detail).toMatch(/^The DEVNET node is unavailable: .*500/);
+      expect(failing.text).not.toContain(new URL(proxy.url).host);
+      expect(failing.text).not.toContain(new URL(proxy.url).port);
     } finally {
       proxy.intercept(() => undefined);
     }

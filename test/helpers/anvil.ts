@@ -23,7 +23,7 @@ import {
 import { privateKeyToAccount } from 'viem/accounts';
 import type { Anvil } from '../../src/chains/evm/anvil.js';
 
-export type ContractName = 'TestToken' | 'TestNFT' | 'TestMulti' | 'Sink';
+export type ContractName = 'TestToken' | 'TestNFT' | 'TestMulti' | 'Sink' | 'OddToken' | 'RawLogs';
 
 export interface Artifact {
   abi: Abi;
@@ -84,10 +84,13 @@ export async function deploy(
   publicClient: PublicClient,
   wallet: DevWallet,
   name: ContractName,
-  options: { value?: bigint } = {},
+  options: { value?: bigint; args?: readonly unknown[] } = {},
 ): Promise<{ address: Hex; receipt: TransactionReceipt }> {
   const { abi, bytecode } = artifact(name);
-  const receipt = await mined(publicClient, wallet.deployContract({ abi, bytecode, value: options.value }));
+  const receipt = await mined(
+    publicClient,
+    wallet.deployContract({ abi, bytecode, value: options.value, args: options.args }),
+  );
   if (receipt.status !== 'success' || !receipt.contractAddress) throw new Error(`deploying ${name} failed`);
   return { address: receipt.contractAddress, receipt };
 }

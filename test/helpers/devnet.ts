@@ -72,7 +72,7 @@ export interface Devnet {
   submit(from: number, to: Hex, value: bigint): Promise<Hex>;
   /** Sends native value and waits until it is mined. */
   send(from: number, to: Hex, value: bigint): Promise<{ hash: Hex; block: bigint }>;
-  deploy(name: ContractName): Promise<Hex>;
+  deploy(name: ContractName, args?: unknown[]): Promise<Hex>;
   /** Calls a test contract; returns at once, without waiting for a block. */
   submitCall(
     from: number,
@@ -220,11 +220,12 @@ export async function startDevnet(backend: Backend, options: DevnetOptions = {})
         const receipt = await chain.waitForTransactionReceipt({ hash });
         return { hash, block: receipt.blockNumber };
       },
-      async deploy(name) {
+      async deploy(name, args) {
         const { abi, bytecode } = artifact(name);
         const hash = await wallets[0]!.deployContract({
           abi,
           bytecode,
+          args,
           account: wallets[0]!.account!,
           chain: null,
         });

@@ -1,13 +1,16 @@
 import {
   type Abi,
   BlockNotFoundError,
+  concat,
   createPublicClient,
   createTestClient,
+  decodeEventLog,
   encodeAbiParameters,
   getAddress,
   type Hex,
   http,
   pad,
+  parseAbi,
   parseEther,
   type TransactionReceipt,
   zeroAddress,
@@ -40,7 +43,7 @@ import type { EvmTransfer } from './types.js';
 let anvil: Anvil;
 let clients: AnvilClients;
 let proxy: RpcProxy;
-const contracts = {} as Record<'token' | 'nft' | 'multi', Hex>;
+const contracts = {} as Record<'token' | 'nft' | 'multi' | 'raw', Hex>;
 
 const account = (i: number): Hex => anvil.accounts[i]!.address;
 const wallet = (i: number): DevWallet => clients.wallets[i]!;
@@ -89,6 +92,7 @@ beforeAll(async () => {
   contracts.token = getAddress((await deploy(publicClient, wallet(0), 'TestToken')).address);
   contracts.nft = getAddress((await deploy(publicClient, wallet(0), 'TestNFT')).address);
   contracts.multi = getAddress((await deploy(publicClient, wallet(0), 'TestMulti')).address);
+  contracts.raw = getAddress((await deploy(publicClient, wallet(0), 'RawLogs')).address);
 });
 
 afterAll(async () => {
@@ -415,6 +419,129 @@ describe('fetchBlockActivity on a real chain', () => {
   });
 });
 
+describe('transfer events whose data carries more than the standard words', () => {
+  // The shapes as their standards declare them: decoding a log with these reads the standard words.
+  const abis = {
+    erc20: parseAbi(['event Transfer(address indexed from, address indexed to, uint256 value)']),
+    erc721: parseAbi(['event Transfer(address indexed from, address indexed to, uint256 indexed tokenId)']),
+    single: parseAbi([
+      'event TransferSingle(address indexed operator, address indexed from, address indexed to, uint256 id, uint256 value)',
+    ]),
+    batch: parseAbi([
+      'event TransferBatch(address indexed operator, address indexed from, address indexed to, uint256[] ids, uint256[] values)',
+    ]),
+  };
+  const topicOf = (address: Hex) => pad(address, { size: 32 });
+  const word = (n: bigint) => encodeAbiParameters([{ type: 'uint256' }], [n]);
+  const extra = [word(0xdeadn), word(2n ** 255n), '0x0badc0de' as Hex];
+
+  /** Emits one raw log from the RawLogs contract, in a transaction of its own. */
+  async function emitted(topics: Hex[], data: Hex) {
+    const receipt = await call(0, 'RawLogs', contracts.raw, 'emitLog', [topics, data]);
+    expect(receipt.logs).toHaveLength(1);
+    expect(receipt.logs[0]!.data).toBe(data);
+    return receipt;
+  }
+
+  it('reads ERC-20 Transfer and TransferSingle as viem decodeEventLog does: the standard words, the rest ignored', async () => {
+    const [from, to] = [account(1), account(2)];
+    const erc20 = await emitted(
+      [TRANSFER_TOPIC, topicOf(from), topicOf(to)],
+      concat([word(1_234_567n), ...extra]),
+    );
+    const decoded20 = decodeEventLog({ abi: abis.erc20, ...erc20.logs[0]! });
+    expect((await activityOf(erc20)).transfers).toEqual([
+      expected(erc20, {
+        kind: 'erc20',
+        logIndex: 0,
+        token: contracts.raw,
+        from: decoded20.args.from,
+        to: decoded20.args.to,
+        value: decoded20.args.value,
+      }),
+    ]);
+    expect(decoded20.args.value).toBe(1_234_567n);
+
+    const single = await emitted(
+      [TRANSFER_SINGLE_TOPIC, topicOf(account(0)), topicOf(from), topicOf(to)],
+      concat([word(7n), word(30n), ...extra]),
+    );
+    const decodedSingle = decodeEventLog({ abi: abis.single, ...single.logs[0]! });
+    expect((await activityOf(single)).transfers).toEqual([
+      expected(single, {
+        kind: 'erc1155',
+        logIndex: 0,
+        token: contracts.raw,
+        from: decodedSingle.args.from,
+        to: decodedSingle.args.to,
+        value: decodedSingle.args.value,
+        tokenId: decodedSingle.args.id,
+      }),
+    ]);
+    expect([decodedSingle.args.id, decodedSingle.args.value]).toEqual([7n, 30n]);
+  });
+
+  it('reads ERC-721 Transfer and TransferBatch with trailing data the same way', async () => {
+    const [from, to] = [account(3), account(4)];
+    const nft = await emitted([TRANSFER_TOPIC, topicOf(from), topicOf(to), word(42n)], concat(extra));
+    const decodedNft = decodeEventLog({ abi: abis.erc721, ...nft.logs[0]! });
+    expect((await activityOf(nft)).transfers).toEqual([
+      expected(nft, {
+        kind: 'erc721',
+        logIndex: 0,
+        token: contracts.raw,
+        from: decodedNft.args.from,
+        to: decodedNft.args.to,
+        value: 1n,
+        tokenId: decodedNft.args.tokenId,
+      }),
+    ]);
+
+    const batch = await emitted(
+      [TRANSFER_BATCH_TOPIC, topicOf(account(0)), topicOf(from), topicOf(to)],
+      concat([
+        encodeAbiParameters(
+          [{ type: 'uint256[]' }, { type: 'uint256[]' }],
+          [
+            [5n, 6n],
+            [50n, 60n],
+          ],
+        ),
+        ...extra,
+      ]),
+    );
+    const decodedBatch = decodeEventLog({ abi: abis.batch, ...batch.logs[0]! });
+    expect((await activityOf(batch)).transfers).toEqual(
+      decodedBatch.args.ids.map((tokenId, batchIndex) =>
+        expected(batch, {
+          kind: 'erc1155',
+          logIndex: 0,
+          batchIndex,
+          token: contracts.raw,
+          from: decodedBatch.args.from,
+          to: decodedBatch.args.to,
+          value: decodedBatch.args.values[batchIndex]!,
+          tokenId,
+        }),
+      ),
+    );
+    expect(decodedBatch.args.ids).toEqual([5n, 6n]);
+  });
+
+  it('drops a Transfer or TransferSingle shorter than the standard words, which viem refuses too', async () => {
+    const [from, to] = [account(1), account(2)];
+    const shortLogs = [
+      [[TRANSFER_TOPIC, topicOf(from), topicOf(to)], '0x0badc0de', abis.erc20],
+      [[TRANSFER_SINGLE_TOPIC, topicOf(from), topicOf(from), topicOf(to)], word(7n), abis.single],
+    ] as const;
+    for (const [topics, data, abi] of shortLogs) {
+      const receipt = await emitted([...topics], data);
+      expect(() => decodeEventLog({ abi, ...receipt.logs[0]! })).toThrow();
+      expect((await activityOf(receipt)).transfers).toEqual([]);
+    }
+  });
+});
+
 describe('token info', () => {
   it('reads decimals and symbol once per token, shared by concurrent callers', async () => {
     proxy.intercept(() => undefined);
@@ -432,12 +559,22 @@ describe('token info', () => {
     expect(proxy.methods.filter((m) => m === 'eth_call')).toHaveLength(2);
   });
 
-  it('gives NFTs and contracts without decimals() 0 decimals, and a null symbol to those without symbol()', async () => {
+  it('gives NFTs and contracts without decimals() null (unknown) decimals, and a null symbol to those without symbol()', async () => {
     const cache = createTokenInfoCache(clients.publicClient);
-    expect(await cache.get(contracts.nft)).toEqual({ decimals: 0, symbol: 'TNFT' });
-    expect(await cache.get(contracts.multi)).toEqual({ decimals: 0, symbol: null });
+    expect(await cache.get(contracts.nft)).toEqual({ decimals: null, symbol: 'TNFT' });
+    expect(await cache.get(contracts.multi)).toEqual({ decimals: null, symbol: null });
     // No code at all.
-    expect(await cache.get(account(9))).toEqual({ decimals: 0, symbol: null });
+    expect(await cache.get(account(9))).toEqual({ decimals: null, symbol: null });
+  });
+
+  it('answers null decimals when decimals() reverts, answers nothing, more than a uint8 or garbage', async () => {
+    const cache = createTokenInfoCache(clients.publicClient);
+    for (const mode of [0n, 1n, 2n, 3n]) {
+      const { address } = await deploy(clients.publicClient, wallet(0), 'OddToken', { args: [mode] });
+      expect(await cache.get(address)).toEqual({ decimals: null, symbol: 'ODD' });
+    }
+    // A well-behaved token beside them.
+    expect(await cache.get(contracts.token)).toEqual({ decimals: 6, symbol: 'TST' });
   });
 
   it('does not remember a failure of the node: the next call reads again', async () => {
@@ -462,7 +599,7 @@ describe('token info', () => {
       request.method === 'eth_call' ? { error: { code: -32000, message: 'execution reverted' } } : undefined,
     );
     try {
-      expect(await cache.get(contracts.token)).toEqual({ decimals: 0, symbol: null });
+      expect(await cache.get(contracts.token)).toEqual({ decimals: null, symbol: null });
     } finally {
       proxy.intercept(() => undefined);
     }
@@ -501,12 +638,12 @@ describe('extractTransfers', () => {
         transactionIndex: 0,
         status: 'success',
         logs: [
-          // Transfer with two topics only, a 64-byte ERC-20 amount, an unrelated event.
+          // Transfer with two topics only, an ERC-20 amount shorter than a word, an unrelated event.
           { address: tokenAddress, topics: [TRANSFER_TOPIC, topicOf(a)], data: word(1n), logIndex: 0 },
           {
             address: tokenAddress,
             topics: [TRANSFER_TOPIC, topicOf(a), topicOf(b)],
-            data: `${word(1n)}${word(2n).slice(2)}`,
+            data: word(1n).slice(0, 64) as Hex,
             logIndex: 1,
           },
           { address: tokenAddress, topics: [`0x${'ee'.repeat(32)}`], data: '0x', logIndex: 2 },

@@ -69,11 +69,13 @@ function logTransfers(log: ActivityLog, txHash: Hex, txIndex: number): EvmTransf
     const from = topicAddress(t1);
     const to = topicAddress(t2);
     if (!from || !to) return [];
-    // ERC-20: Transfer(address indexed, address indexed, uint256): the amount is the data.
-    if (log.topics.length === 3 && dataHex === WORD_HEX) {
+    // ERC-20: Transfer(address indexed, address indexed, uint256): the amount is the data's first
+    // word. Words after it are ignored, as ABI decoders (viem's decodeEventLog) do: some tokens
+    // emit more.
+    if (log.topics.length === 3 && dataHex >= WORD_HEX) {
       return [{ ...base, kind: 'erc20', from, to, value: word(log.data, 0), tokenId: null }];
     }
-    // ERC-721: the token id is indexed too.
+    // ERC-721: the token id is indexed too; any data is ignored.
     if (log.topics.length === 4 && t3?.length === 2 + WORD_HEX) {
       return [{ ...base, kind: 'erc721', from, to, value: 1n, tokenId: BigInt(t3) }];
     }
@@ -81,15 +83,17 @@ function logTransfers(log: ActivityLog, txHash: Hex, txIndex: number): EvmTransf
   }
 
   if (topic0 === TRANSFER_SINGLE_TOPIC) {
-    // TransferSingle(operator indexed, from indexed, to indexed, id, value)
+    // TransferSingle(operator indexed, from indexed, to indexed, id, value): the data's first two
+    // words; any after them are ignored, as for Transfer.
     const from = topicAddress(t2);
     const to = topicAddress(t3);
-    if (!from || !to || log.topics.length !== 4 || dataHex !== 2 * WORD_HEX) return [];
+    if (!from || !to || log.topics.length !== 4 || dataHex < 2 * WORD_HEX) return [];
     return [{ ...base, kind: 'erc1155', from, to, value: word(log.data, 1), tokenId: word(log.data, 0) }];
   }
 
   if (topic0 === TRANSFER_BATCH_TOPIC) {
-    // TransferBatch(operator indexed, from indexed, to indexed, ids[], values[]): one per id.
+    // TransferBatch(operator indexed, from indexed, to indexed, ids[], values[]): one per id. The
+    // arrays are found through their offsets, so trailing data is ignored here too.
     const from = topicAddress(t2);
     const to = topicAddress(t3);
     if (!from || !to || log.topics.length !== 4) return [];
@@ -288,10 +292,11 @@ export async function view(client: PublicClient, to: Hex, data: Hex): Promise<He
   }
 }
 
-function decodeDecimals(raw: Hex): number {
-  if (raw.length < 2 + WORD_HEX) return 0;
+/** A uint8 in the answer's first word, as an ABI decoder reads it; null for anything else. */
+function decodeDecimals(raw: Hex): number | null {
+  if (raw.length < 2 + WORD_HEX) return null;
   const value = word(raw, 0);
-  return value <= 255n ? Number(value) : 0;
+  return value <= 255n ? Number(value) : null;
 }
 
 function decodeSymbol(raw: Hex): string | null {
@@ -309,8 +314,9 @@ function decodeSymbol(raw: Hex): string | null {
 
 /**
  * Token symbols and decimals, read with `decimals()` and `symbol()` once per token and kept in
- * memory; concurrent callers share one read. A token without `decimals()` has 0 decimals and one
- * without `symbol()` a null symbol; a failure of the node is not remembered (the next call retries).
+ * memory; concurrent callers share one read. A token whose `decimals()` reverts or answers
+ * nonsense has null decimals (unknown) and one without `symbol()` a null symbol; a failure of the
+ * node is not remembered (the next call retries).
  */
 export function createTokenInfoCache(client: PublicClient): TokenInfoCache {
   const known = new Map<string, Promise<TokenInfo>>();

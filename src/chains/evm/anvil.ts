@@ -37,6 +37,8 @@ export interface Anvil {
   rpcUrl: string;
   wsUrl: string;
   chainId: number;
+  /** The node's process id (tests freeze and kill it to play a node that dies). */
+  pid: number;
   /** The funded dev accounts, each with 10,000 ether at genesis. */
   accounts: DevAccount[];
   /** SIGTERM, then SIGKILL if it has not exited in time. Safe to call more than once. */
@@ -165,6 +167,7 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<Anvil> {
             rpcUrl: `http://127.0.0.1:${port}`,
             wsUrl: `ws://127.0.0.1:${port}`,
             chainId,
+            pid: child.pid!,
             accounts: devAccounts(),
             stop,
           };

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import {
   createPublicClient,
   createTestClient,
+  createWalletClient,
   encodeFunctionData,
   type Hash,
   type Hex,
@@ -10,6 +11,7 @@ import {
   keccak256,
   type PublicClient,
   parseEther,
+  parseGwei,
   recoverAddress,
   serializeTransaction,
   type TestClient,
@@ -26,6 +28,7 @@ import {
   type RpcProxy,
   startRpcProxy,
 } from '../../../test/helpers/anvil.js';
+import { ZERO_BLOB, zeroBlobKzg } from '../../../test/helpers/kzg.js';
 import { UpstreamUnavailableError } from '../../errors.js';
 import { type LookupResult, TRANSACTION_FIELDS, type TransactionView } from '../../transactions/types.js';
 import { type Anvil, startAnvil } from './anvil.js';
@@ -296,6 +299,43 @@ describe('createEvmLookup on a real anvil chain', () => {
     expect(view.fee).toBe(21_000_000_000_000_000_000n);
     expect(view.fee!).toBeGreaterThan(2n ** 53n);
     expect(String(view.fee)).toBe('21000000000000000000');
+  });
+
+  it('counts the blob gas a blob transaction (type 3) paid in its fee', async () => {
+    const value = 5n;
+    // anvil verifies the blob's KZG proof before answering, which takes seconds of CPU on a busy
+    // machine: a client of its own waits for it longer than viem's 10 s.
+    const blobWallet = createWalletClient({
+      account: wallet(7).account!,
+      chain: clients.chain,
+      transport: httpTransport(anvil.rpcUrl, { timeout: 60_000, retryCount: 0 }),
+    });
+    const hash = await blobWallet.sendTransaction({
+      to: account(8),
+      value,
+      blobs: [ZERO_BLOB],
+      kzg: zeroBlobKzg,
+      maxFeePerBlobGas: parseGwei('30'),
+      // Set, not estimated: an earlier test's huge tip would make viem's estimate unaffordable.
+      maxFeePerGas: parseGwei('20'),
+      maxPriorityFeePerGas: parseGwei('1'),
+    });
+    const receipt = await mined(clients.publicClient, hash);
+    expect(receipt.type).toBe('eip4844');
+    expect(receipt.blobGasUsed).toBe(131_072n); // one blob: 2^17 blob gas
+    expect(receipt.blobGasPrice).toBeGreaterThan(0n);
+
+    const { view } = await lookupOrFail(hash);
+    expect(view.fee).toBe(
+      receipt.gasUsed * receipt.effectiveGasPrice + receipt.blobGasUsed! * receipt.blobGasPrice!,
+    );
+    // What the sender paid, seen independently: its balance fell by the value and the fee alone.
+    const sender = account(7);
+    const [before, after] = await Promise.all([
+      clients.publicClient.getBalance({ address: sender, blockNumber: receipt.blockNumber - 1n }),
+      clients.publicClient.getBalance({ address: sender, blockNumber: receipt.blockNumber }),
+    ]);
+    expect(before - after).toBe(value + view.fee!);
   });
 
   it('encodes v as 27 + yParity for a legacy EIP-155 transaction too', async () => {

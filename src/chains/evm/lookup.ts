@@ -4,6 +4,8 @@
  *
  * - A transaction still in the mempool comes back with `confirmedRound`, `roundTime`,
  *   `intraRoundOffset` and `fee` null, and is never final.
+ * - `fee` is what the sender paid: gasUsed × effectiveGasPrice, plus blobGasUsed × blobGasPrice
+ *   for a blob transaction (type 3).
  * - A reverted transaction comes back like any other included one: it is in a block and paid for
  *   its gas, so `confirmedRound`, `roundTime`, `intraRoundOffset` and `fee` are set. The view has no
  *   status field, so nothing in it tells a reverted transaction from a successful one; the receipt's
@@ -120,6 +122,11 @@ async function lookup(
 
     // A node without EIP-1559 receipts (effectiveGasPrice) charged the legacy gas price.
     const gasPrice = (receipt.effectiveGasPrice as bigint | null | undefined) ?? tx.gasPrice ?? null;
+    // A blob transaction (type 3) also paid for its blobs' gas, at the block's blob gas price.
+    const blobFee =
+      receipt.blobGasUsed !== undefined && receipt.blobGasPrice !== undefined
+        ? receipt.blobGasUsed * receipt.blobGasPrice
+        : 0n;
     return {
       view: {
         ...view,
@@ -127,8 +134,8 @@ async function lookup(
         confirmedRound: receipt.blockNumber,
         roundTime: block.timestamp,
         intraRoundOffset: BigInt(receipt.transactionIndex),
-        // Charged whether the transaction succeeded or reverted.
-        fee: gasPrice === null ? null : receipt.gasUsed * gasPrice,
+        // What the sender paid, whether the transaction succeeded or reverted.
+        fee: gasPrice === null ? null : receipt.gasUsed * gasPrice + blobFee,
       },
       final,
     };

@@ -31,6 +31,9 @@ export interface EvmBlockActivity {
 
 export interface TokenInfo {
   symbol: string | null;
-  /** 0 for NFTs and for tokens without decimals(). */
-  decimals: number;
+  /**
+   * Null when not known: `decimals()` reverted (NFTs, tokens without it), answered nothing, or
+   * answered something other than one ABI-encoded uint8. Amounts of such a token stay in raw units.
+   */
+  decimals: number | null;
 }
