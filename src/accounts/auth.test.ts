@@ -46,6 +46,40 @@ describe.each(backends)('API tokens on %s', (backend) => {
     expect(await snapshotDatabase(t.app.store)).toEqual(before);
   });
 
+  test('x-api-key (as Tatum clients send it) authenticates like Authorization: Bearer', async () => {
+    const accounts = createAccounts({ db: t.app.store.db });
+    const issued = await accounts.issueToken('api-key-user');
+    const viaKey = await t.request('POST', '/api/v1/registry/create', {
+      token: null,
+      headers: { 'x-api-key': issued.token },
+      body: { ...body, folder_id: 'via-api-key' },
+    });
+    expect(viaKey.status, viaKey.text).toBe(201);
+    // The registry belongs to the key's account: its owner sees it, the default account does not.
+    const id = (viaKey.body as { data: { id: string } }).data.id;
+    expect((await t.request('GET', `/api/v1/registry/${id}`, { token: issued.token })).status).toBe(200);
+    expect((await t.request('GET', `/api/v1/registry/${id}`)).status).toBe(404);
+
+    const both = await t.request('GET', '/api/v1/folder', {
+      token: issued.token,
+      headers: { 'x-api-key': issued.token },
+    });
+    expect(both.status).toBe(200);
+    for (const headers of [
+      { 'x-api-key': `lh_${'B'.repeat(32)}` },
+      { 'x-api-key': '' },
+      { 'x-api-key': 'not a token' },
+    ]) {
+      const r = await t.request('GET', '/api/v1/folder', { token: null, headers });
+      expect(r.status, JSON.stringify(headers)).toBe(401);
+      expect(r.headers.get('content-type')).toContain('application/problem+json');
+    }
+    // Two different tokens: refused rather than guessing which one was meant.
+    const mixed = await t.request('GET', '/api/v1/folder', { headers: { 'x-api-key': issued.token } });
+    expect(mixed.status).toBe(401);
+    expect((mixed.body as { detail: string }).detail).toMatch(/x-api-key/);
+  });
+
   test('a revoked token is refused at once; other tokens keep working', async () => {
     const accounts = createAccounts({ db: t.app.store.db });
     const issued = await accounts.issueToken('revocation');

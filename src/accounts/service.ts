@@ -1,9 +1,10 @@
 import crypto from 'node:crypto';
 import { and, asc, count, eq, isNull, sql } from 'drizzle-orm';
 import { v7 as uuidv7 } from 'uuid';
-import { NotFoundError, ValidationError } from '../errors.js';
+import { NotFoundError } from '../errors.js';
 import { isUuid } from '../http/pagination.js';
 import type { Db } from '../store/db.js';
+import { validateAccountName } from './names.js';
 import { accounts, apiTokens } from './schema.js';
 
 export interface Account {
@@ -36,7 +37,6 @@ export interface Principal {
 export const DEFAULT_ACCOUNT = 'default';
 const TOKEN_PREFIX = 'lh_';
 const TOKEN_PATTERN = /^lh_[A-Za-z0-9_-]{32}$/;
-const ACCOUNT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 // Bootstrap runs once per database even when several processes start together.
 const BOOTSTRAP_LOCK_KEY = 7_461_002;
 // Recording last use on every request would turn reads into writes; once a minute is enough.
@@ -50,16 +50,8 @@ function newToken(): string {
   return TOKEN_PREFIX + crypto.randomBytes(24).toString('base64url');
 }
 
-export function validateAccountName(name: string): void {
-  if (!ACCOUNT_NAME_PATTERN.test(name)) {
-    throw new ValidationError('Invalid account name', [
-      {
-        parameter: 'account',
-        detail: 'must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit',
-      },
-    ]);
-  }
-}
+// The rule lives apart so that the command line can check a name without loading the service.
+export { validateAccountName };
 
 export function createAccounts(deps: { db: Db; now?: () => Date }) {
   const { db } = deps;

@@ -1,5 +1,37 @@
 import type { FastifyInstance } from 'fastify';
-import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { OutboxStats } from '../notify/outbox.js';
+import type { FollowerStatus } from '../watch/follower.js';
+import type { MempoolStatus } from '../watch/mempool.js';
+
+/** Where the gauges read from, each optional: a process without a role reports nothing of it. */
+export interface MetricSources {
+  followers?: () => FollowerStatus[];
+  mempools?: () => MempoolStatus[];
+  /** Distinct watched addresses per network. */
+  watchedAddresses?: () => Record<string, number>;
+  outbox?: () => Promise<OutboxStats>;
+  /** Subscriptions by state: active, disabled, deleted. */
+  subscriptions?: () => Promise<Record<string, number>>;
+}
+
+/** Database-derived gauges are read at most this often, however often Prometheus scrapes. */
+const DATABASE_READ_INTERVAL_MS = 5_000;
+
+/** A function that runs `read` at most once per interval, sharing the result (or failure). */
+function throttled<T>(read: () => Promise<T>, intervalMs: number): () => Promise<T> {
+  let last: { at: number; value: Promise<T> } | undefined;
+  return () => {
+    const now = Date.now();
+    if (!last || now - last.at >= intervalMs) last = { at: now, value: read() };
+    const value = last.value;
+    // A failed read is not kept: the next scrape tries again.
+    value.catch(() => {
+      if (last?.value === value) last = undefined;
+    });
+    return value;
+  };
+}
 
 /** Prometheus metrics of one service instance (its own registry, so tests can run several). */
 export function createMetrics() {
@@ -32,8 +64,125 @@ export function createMetrics() {
     registers: [registry],
   });
 
+  let sources: MetricSources = {};
+  const outbox = throttled(() => sources.outbox?.() ?? Promise.resolve(undefined), DATABASE_READ_INTERVAL_MS);
+  const subscriptionStates = throttled(
+    () => sources.subscriptions?.() ?? Promise.resolve(undefined),
+    DATABASE_READ_INTERVAL_MS,
+  );
+
+  /** Sets a gauge per label set from a fresh reading, dropping label sets that are gone. */
+  function perNetwork<T extends { network: string }>(
+    name: string,
+    help: string,
+    read: () => T[],
+    value: (s: T) => number | null,
+  ) {
+    return new Gauge({
+      name,
+      help,
+      labelNames: ['network'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const s of read()) {
+          const v = value(s);
+          if (v !== null) this.set({ network: s.network }, v);
+        }
+      },
+    });
+  }
+  const followers = () => sources.followers?.() ?? [];
+  perNetwork(
+    'ledgerhook_follower_height',
+    'Last block processed by this process’s follower',
+    followers,
+    (s) => s.height,
+  );
+  perNetwork('ledgerhook_follower_head', 'Latest block the node reported', followers, (s) => s.head);
+  perNetwork(
+    'ledgerhook_follower_lag_blocks',
+    'Blocks between the node’s head and the last processed',
+    followers,
+    (s) => (s.head === null || s.height === null ? null : Math.max(0, s.head - s.height)),
+  );
+  perNetwork('ledgerhook_follower_healthy', '1 while the follower’s last round succeeded', followers, (s) =>
+    s.healthy ? 1 : 0,
+  );
+  perNetwork('ledgerhook_follower_standby', '1 while another process holds the network', followers, (s) =>
+    s.standby ? 1 : 0,
+  );
+  new Counter({
+    name: 'ledgerhook_node_errors_total',
+    help: 'Failed rounds of a network’s follower or mempool watcher (node unreachable, failing, or the database)',
+    labelNames: ['network', 'component'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const s of followers()) this.inc({ network: s.network, component: 'follower' }, s.errors);
+      for (const s of sources.mempools?.() ?? [])
+        this.inc({ network: s.network, component: 'mempool' }, s.errors);
+    },
+  });
+  new Gauge({
+    name: 'ledgerhook_watched_addresses',
+    help: 'Distinct addresses watched, per network (in a watcher process)',
+    labelNames: ['network'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [network, n] of Object.entries(sources.watchedAddresses?.() ?? {})) this.set({ network }, n);
+    },
+  });
+  new Gauge({
+    name: 'ledgerhook_outbox_notifications',
+    help: 'Notifications waiting in the outbox by state: pending (due or scheduled for a retry), held (for confirmations), failed (replayable)',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const stats = await outbox().catch(() => undefined);
+      if (stats) for (const [state, n] of Object.entries(stats.byState)) this.set({ state }, n);
+    },
+  });
+  new Gauge({
+    name: 'ledgerhook_outbox_due_notifications',
+    help: 'Pending notifications due now that no dispatcher holds',
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const stats = await outbox().catch(() => undefined);
+      if (stats) this.set(stats.due);
+    },
+  });
+  new Gauge({
+    name: 'ledgerhook_outbox_oldest_due_seconds',
+    help: 'How long the oldest due notification has waited for a dispatcher (0 when none is due)',
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const stats = await outbox().catch(() => undefined);
+      if (stats) this.set(stats.oldestDueSeconds);
+    },
+  });
+  new Gauge({
+    name: 'ledgerhook_subscriptions',
+    help: 'Subscriptions of every account by state: active, disabled (by 410 or failing too long), deleted',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const counts = await subscriptionStates().catch(() => undefined);
+      if (counts) for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
+    },
+  });
+
   return {
     registry,
+    /** Where the gauges read from; set once the services exist. */
+    observe(next: MetricSources): void {
+      sources = { ...sources, ...next };
+    },
     /** Counts delivery attempts; pass to the dispatcher as its observer. */
     delivery: {
       attempt(outcome: string, durationMs: number): void {

@@ -2,13 +2,16 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import {
   AppError,
   ConflictError,
+  DatabaseUnavailableError,
   type FieldError,
   NotFoundError,
+  RateLimitedError,
   ServerMisconfiguredError,
   UnauthorizedError,
   UpstreamUnavailableError,
   ValidationError,
 } from '../errors.js';
+import { isDatabaseUnavailable } from '../store/unavailable.js';
 import { fieldName, toFieldErrors } from './validation.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -19,6 +22,8 @@ export interface Problem {
   status: number;
   detail: string;
   errors?: FieldError[];
+  /** Extension members, e.g. `existingId` of a conflict. */
+  [extension: string]: unknown;
 }
 
 const TITLES: Record<number, string> = {
@@ -45,8 +50,15 @@ export function sendProblem(
   kind: string,
   detail: string,
   errors?: FieldError[],
+  extensions: Record<string, string> = {},
 ) {
-  const body: Problem = { type: problemType(kind), title: TITLES[status] ?? 'Error', status, detail };
+  const body: Problem = {
+    ...extensions,
+    type: problemType(kind),
+    title: TITLES[status] ?? 'Error',
+    status,
+    detail,
+  };
   if (errors && errors.length > 0) body.errors = errors;
   return reply.code(status).type(PROBLEM_CONTENT_TYPE).send(body);
 }
@@ -56,7 +68,9 @@ function statusOf(error: AppError): number {
   if (error instanceof UnauthorizedError) return 401;
   if (error instanceof NotFoundError) return 404;
   if (error instanceof ConflictError) return 409;
+  if (error instanceof RateLimitedError) return 429;
   if (error instanceof UpstreamUnavailableError) return 503;
+  if (error instanceof DatabaseUnavailableError) return 503;
   if (error instanceof ServerMisconfiguredError) return 500;
   return 500;
 }
@@ -68,9 +82,17 @@ function validationDetail(errors: FieldError[]): string {
 }
 
 /** The one place where errors become HTTP responses (RFC 9457 problem details). */
-export function registerProblemHandling(app: FastifyInstance): void {
+export function registerProblemHandling(
+  app: FastifyInstance,
+  options: { allowedMethods?: (path: string) => string[] } = {},
+): void {
   app.setErrorHandler(
-    (error: FastifyError | AppError | Error, request: FastifyRequest, reply: FastifyReply) => {
+    (thrown: FastifyError | AppError | Error, request: FastifyRequest, reply: FastifyReply) => {
+      // A database that cannot be reached is an outage to wait out (503), not a bug (500).
+      const error =
+        !(thrown instanceof AppError) && isDatabaseUnavailable(thrown)
+          ? new DatabaseUnavailableError(thrown)
+          : thrown;
       const validation = (error as FastifyError).validation;
       if (validation) {
         const errors = toFieldErrors(
@@ -82,15 +104,28 @@ export function registerProblemHandling(app: FastifyInstance): void {
       if (error instanceof AppError) {
         const status = statusOf(error);
         if (error instanceof UnauthorizedError) reply.header('WWW-Authenticate', 'Bearer');
-        if (error instanceof UpstreamUnavailableError)
+        if (
+          error instanceof UpstreamUnavailableError ||
+          error instanceof DatabaseUnavailableError ||
+          error instanceof RateLimitedError
+        )
           reply.header('Retry-After', String(error.retryAfterSeconds));
-        if (status >= 500) request.log.error({ err: error }, 'request failed');
+        // An upstream's own words (its host, say) are for the operator: they are kept in `cause`.
+        if (error instanceof UpstreamUnavailableError)
+          request.log.warn(
+            { err: error, cause: (error.cause as Error | undefined)?.message },
+            'upstream unavailable',
+          );
+        else if (error instanceof DatabaseUnavailableError)
+          request.log.warn({ err: error.cause }, 'database unavailable');
+        else if (status >= 500) request.log.error({ err: error }, 'request failed');
         const errors = error instanceof ValidationError ? error.errors : undefined;
         const detail =
           error instanceof ValidationError && errors && errors.length > 0
             ? validationDetail(errors)
             : error.message;
-        return sendProblem(reply, status, error.kind, detail, errors);
+        const extensions = error instanceof ConflictError ? error.extensions : undefined;
+        return sendProblem(reply, status, error.kind, detail, errors, extensions);
       }
       // Fastify's own client errors: malformed JSON, body too large, unsupported media type...
       const status = (error as FastifyError).statusCode;
@@ -105,7 +140,18 @@ export function registerProblemHandling(app: FastifyInstance): void {
     },
   );
 
-  app.setNotFoundHandler((request, reply) =>
-    sendProblem(reply, 404, 'not_found', `No route for ${request.method} ${request.url.split('?')[0]}`),
-  );
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '/';
+    const allowed = options.allowedMethods?.(path) ?? [];
+    if (allowed.length > 0) {
+      reply.header('Allow', allowed.join(', '));
+      return sendProblem(
+        reply,
+        405,
+        'method_not_allowed',
+        `${request.method} is not allowed on ${path}; use ${allowed.join(', ')}`,
+      );
+    }
+    return sendProblem(reply, 404, 'not_found', `No route for ${request.method} ${path}`);
+  });
 }

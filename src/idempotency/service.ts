@@ -1,10 +1,24 @@
-import { and, eq, lt } from 'drizzle-orm';
-import { ConflictError } from '../errors.js';
+import { and, eq, lt, sql } from 'drizzle-orm';
+import { ConflictError, ValidationError } from '../errors.js';
 import type { Envelope, Sealed } from '../secrets/envelope.js';
 import { type Db, isUniqueViolation } from '../store/db.js';
 import { idempotencyKeys } from './schema.js';
 
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+/** The first half of the advisory lock that makes requests with one key wait for each other. */
+const KEY_LOCK_SPACE = 7_461_005;
+
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+/** The `Idempotency-Key` header's value, checked; undefined when the header is absent. */
+export function parseIdempotencyKey(value: string | undefined): string | undefined {
+  if (value !== undefined && !IDEMPOTENCY_KEY.test(value)) {
+    throw new ValidationError('Invalid Idempotency-Key', [
+      { header: 'idempotency-key', detail: 'must be 1-255 printable ASCII characters without spaces' },
+    ]);
+  }
+  return value;
+}
 
 export interface StoredResponse<T> {
   statusCode: number;
@@ -66,6 +80,12 @@ export function createIdempotency(deps: { db: Db; envelope: Envelope; now?: () =
     ): Promise<StoredResponse<T>> {
       try {
         return await db.transaction(async (tx) => {
+          // A concurrent request with the same key waits here until the first commits, then
+          // replays its response: it must not run the operation and meet the first one's effects
+          // (a duplicate) instead of its remembered answer.
+          await tx.execute(
+            sql`SELECT pg_advisory_xact_lock(${KEY_LOCK_SPACE}, hashtext(${`${request.accountId}:${request.key}`}))`,
+          );
           await tx
             .delete(idempotencyKeys)
             .where(

@@ -3,6 +3,7 @@
  * receivers on loopback, notifications produced through the public API (`/subscription/{id}/test`),
  * every request's signature verified with the `standardwebhooks` package. DESIGN.md §6 and §7.
  */
+import pino from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startTestApp, TEST_SERVICE_ENV, type TestApp } from '../../test/helpers/app.js';
@@ -645,6 +646,56 @@ describe.each(backends)('failing endpoints and SSRF on %s', (backend) => {
     } finally {
       await t.close();
       await dns.close();
+    }
+  });
+});
+
+describe('failed attempts in the service log', () => {
+  test('each failed attempt is a warning naming subscription, notification, status and error', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino({ level: 'info' }, { write: (chunk: string) => void lines.push(JSON.parse(chunk)) });
+    const t = await startTestApp('pglite', { LEDGERHOOK_RETRY_SCHEDULE: '100ms' }, { logger });
+    try {
+      await withReceivers(1, async (receiver) => {
+        receiver.respond(() => ({ status: 503, body: 'down for maintenance' }));
+        const created = await subscribe(t, receiver.url);
+        const id = await sendTest(t, created.id);
+        await waitForLog(t, created, id, inState('failed'), 'both attempts to fail');
+        const failed = await waitFor(
+          () => {
+            const found = lines.filter((l) => l.notification === id);
+            return found.length >= 2 ? found : undefined;
+          },
+          'two log lines about the notification',
+          5_000,
+        );
+        expect(failed).toEqual([
+          expect.objectContaining({
+            level: 40,
+            component: 'dispatcher',
+            subscription: created.id,
+            notification: id,
+            attempt: 1,
+            status: 503,
+            error: 'HTTP 503',
+            outcome: 'retry',
+            msg: 'delivery attempt failed; will retry',
+          }),
+          expect.objectContaining({
+            level: 40,
+            subscription: created.id,
+            notification: id,
+            attempt: 2,
+            status: 503,
+            outcome: 'failed',
+            msg: 'delivery failed: no attempts left',
+          }),
+        ]);
+        // The callback token and the body never reach the log.
+        expect(JSON.stringify(lines)).not.toContain(created.callbackToken);
+      });
+    } finally {
+      await t.close();
     }
   });
 });

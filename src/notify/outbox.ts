@@ -83,3 +83,41 @@ export async function enqueueNotifications(
 export async function signalOutbox(tx: Db): Promise<void> {
   await tx.execute(sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`);
 }
+
+/** How much waits in the outbox, for /metrics. */
+export interface OutboxStats {
+  /** Notifications by state: pending (due or scheduled), held (for confirmations), failed. */
+  byState: Record<'pending' | 'held' | 'failed', number>;
+  /** Pending, due now and claimed by no dispatcher. */
+  due: number;
+  /** Seconds the oldest due notification has waited (0 when none is due). */
+  oldestDueSeconds: number;
+}
+
+const rowsOf = <T>(result: unknown): T[] => (result as { rows: T[] }).rows;
+
+/**
+ * Counts each state on its own partial index, so the outbox's growing history of delivered
+ * notifications is never scanned.
+ */
+export async function outboxStats(db: Db): Promise<OutboxStats> {
+  const [pending] = rowsOf<{ pending: number; due: number; oldest: number | string }>(
+    await db.execute(sql`
+      SELECT count(*)::int AS pending,
+        count(*) FILTER (WHERE next_attempt_at <= now() AND (locked_until IS NULL OR locked_until < now()))::int AS due,
+        coalesce(extract(epoch FROM now() - min(next_attempt_at)
+          FILTER (WHERE next_attempt_at <= now() AND (locked_until IS NULL OR locked_until < now()))), 0) AS oldest
+      FROM notifications WHERE state = 'pending'`),
+  );
+  const [held] = rowsOf<{ n: number }>(
+    await db.execute(sql`SELECT count(*)::int AS n FROM notifications WHERE state = 'held'`),
+  );
+  const [failed] = rowsOf<{ n: number }>(
+    await db.execute(sql`SELECT count(*)::int AS n FROM notifications WHERE state = 'failed'`),
+  );
+  return {
+    byState: { pending: pending?.pending ?? 0, held: held?.n ?? 0, failed: failed?.n ?? 0 },
+    due: pending?.due ?? 0,
+    oldestDueSeconds: Math.max(0, Number(pending?.oldest ?? 0)),
+  };
+}

@@ -52,6 +52,8 @@ export const notifications = pgTable(
     uniqueIndex('notifications_dedupe_idx').on(t.subscriptionId, t.dedupeKey),
     index('notifications_block_idx').on(t.chain, t.blockHash).where(sql`chain IS NOT NULL`),
     index('notifications_held_idx').on(t.chain, t.releaseHeight).where(sql`state = 'held'`),
+    // Failed notifications are few and asked for often: recover, and the outbox depth in /metrics.
+    index('notifications_failed_idx').on(t.subscriptionId, t.createdAt).where(sql`state = 'failed'`),
   ],
 );
 

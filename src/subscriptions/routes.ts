@@ -2,7 +2,16 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { ValidationError } from '../errors.js';
-import { PaginationQuery, problemResponses } from '../http/schemas.js';
+import { pageQuery } from '../http/pagination.js';
+import { type RateLimit, routeRateLimit } from '../http/rate-limit.js';
+import {
+  bodyProblemResponses,
+  IdempotencyKeyHeader,
+  PaginationQuery,
+  problemResponses,
+  TatumPaginationQuery,
+} from '../http/schemas.js';
+import { parseIdempotencyKey } from '../idempotency/service.js';
 import {
   ADDRESS_TRANSACTION,
   type CreateSubscriptionInput,
@@ -59,13 +68,17 @@ const Subscription = Type.Object({
   mempool: Type.Boolean(),
   confirmations: Type.Integer(),
   ack: Type.String(),
-  status: Type.String({ enum: ['active', 'disabled'] }),
+  status: Type.String({
+    enum: ['active', 'disabled', 'deleted'],
+    description: 'deleted: no longer watched or delivered; it and its log stay readable',
+  }),
   disabledReason: Type.Union([Type.String(), Type.Null()]),
   disabledAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   previousSecretExpiresAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
-    description: 'Set while a rotated-out secret still signs beside the new one',
+    description: 'Set while rotated-out secrets still sign beside the new one: when the last of them stops',
   }),
   createdAt: Type.String({ format: 'date-time' }),
+  deletedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
 });
 
 const Attempt = Type.Object({
@@ -104,7 +117,11 @@ const Created = Type.Object({
   }),
 });
 
-export function registerSubscriptionRoutes(app: FastifyInstance, subscriptions: Subscriptions): void {
+export function registerSubscriptionRoutes(
+  app: FastifyInstance,
+  subscriptions: Subscriptions,
+  options: { testRateLimit?: RateLimit } = {},
+): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['subscriptions'];
 
@@ -113,19 +130,24 @@ export function registerSubscriptionRoutes(app: FastifyInstance, subscriptions: 
     {
       schema: {
         tags,
+        operationId: 'createSubscription',
         summary: 'Watch an address (Tatum-compatible request)',
         description:
-          'The callback URL must be http(s) and resolve to public addresses. The `secret` and `callbackToken` of the response are shown only once.',
+          'The callback URL must be http(s) and resolve to public addresses. The `secret` and `callbackToken` of the response are shown only once. A live subscription of the same address, chain and url is 409 naming it (`existingId`). Send `Idempotency-Key` to make retries safe.',
+        headers: IdempotencyKeyHeader,
         body: CreateBody,
-        response: { 201: Created, ...problemResponses(400, 401, 413, 415) },
+        response: { 201: Created, ...bodyProblemResponses(409) },
       },
     },
-    async (request, reply) =>
-      reply
-        .code(201)
-        .send(
-          await subscriptions.create(request.principal.accountId, request.body as CreateSubscriptionInput),
-        ),
+    async (request, reply) => {
+      const { body, replayed } = await subscriptions.create(
+        request.principal.accountId,
+        request.body as CreateSubscriptionInput,
+        parseIdempotencyKey(request.headers['idempotency-key']),
+      );
+      if (replayed) reply.header('Idempotent-Replayed', 'true');
+      return reply.code(201).send(body);
+    },
   );
 
   r.get(
@@ -133,11 +155,15 @@ export function registerSubscriptionRoutes(app: FastifyInstance, subscriptions: 
     {
       schema: {
         tags,
+        operationId: 'listSubscriptions',
         summary: 'List subscriptions, newest first',
+        description: 'Deleted subscriptions are listed only with `status=deleted`.',
         querystring: Type.Object(
           {
             type: Type.Optional(Type.Enum([ADDRESS_TRANSACTION, REGISTRY_EVENTS], { type: 'string' })),
+            status: Type.Optional(Type.Enum(['active', 'disabled', 'deleted'], { type: 'string' })),
             ...PaginationQuery,
+            ...TatumPaginationQuery,
           },
           { additionalProperties: false },
         ),
@@ -149,9 +175,9 @@ export function registerSubscriptionRoutes(app: FastifyInstance, subscriptions: 
     },
     async (request) =>
       subscriptions.list(request.principal.accountId, {
-        limit: request.query.limit ?? 20,
-        cursor: request.query.cursor,
+        ...pageQuery(request.query),
         type: request.query.type,
+        status: request.query.status,
       }),
   );
 
@@ -160,7 +186,8 @@ export function registerSubscriptionRoutes(app: FastifyInstance, subscriptions: 
     {
       schema: {
         tags,
-        summary: 'Get a subscription',
+        operationId: 'getSubscription',
+        summary: 'Get a subscription (a deleted one too, with status deleted)',
         params: Id,
         response: { 200: Subscription, ...problemResponses(400, 401, 404) },
       },
@@ -173,9 +200,11 @@ export function registerSubscriptionRoutes(app: FastifyInstance, subscriptions: 
     {
       schema: {
         tags,
-        summary: 'Stop watching; pending notifications fail, the log stays',
+        operationId: 'deleteSubscription',
+        summary: 'Stop watching; pending notifications fail; it and its log stay readable',
+        description: 'Deleting a deleted subscription again changes nothing (204).',
         params: Id,
-        response: { 204: Type.Null({ description: 'Deleted' }), ...problemResponses(400, 401, 404) },
+        response: { 204: Type.Null({ description: 'Deleted' }), ...bodyProblemResponses(404) },
       },
     },
     async (request, reply) => {
@@ -189,9 +218,10 @@ export function registerSubscriptionRoutes(app: FastifyInstance, subscriptions: 
     {
       schema: {
         tags,
+        operationId: 'enableSubscription',
         summary: 'Re-enable a disabled subscription',
         params: Id,
-        response: { 200: Subscription, ...problemResponses(400, 401, 404) },
+        response: { 200: Subscription, ...bodyProblemResponses(404, 409) },
       },
     },
     async (request) => subscriptions.enable(request.principal.accountId, request.params.id),
@@ -202,14 +232,17 @@ export function registerSubscriptionRoutes(app: FastifyInstance, subscriptions: 
     {
       schema: {
         tags,
-        summary: 'Issue a new signing secret; the old one keeps signing beside it for 24 h',
+        operationId: 'rotateSubscriptionSecret',
+        summary: 'Issue a new signing secret; the ones it replaces keep signing beside it for 24 h',
+        description:
+          'Every secret rotated out in the last 24 hours keeps signing (one signature each in `webhook-signature`), up to 10 at a time; an 11th rotation within the overlap is 409.',
         params: Id,
         response: {
           200: Type.Object({
             secret: Type.String(),
             previousSecretExpiresAt: Type.String({ format: 'date-time' }),
           }),
-          ...problemResponses(400, 401, 404),
+          ...bodyProblemResponses(404, 409),
         },
       },
     },
@@ -221,13 +254,17 @@ export function registerSubscriptionRoutes(app: FastifyInstance, subscriptions: 
     {
       schema: {
         tags,
+        operationId: 'sendTestNotification',
         summary: 'Send a sample notification through the real outbox',
+        description:
+          'The notification is marked `"test": true` and sent with `Ledgerhook-Event-Type: test`. Limited per account (LEDGERHOOK_TEST_RATE_LIMIT, 60 a minute by default).',
         params: Id,
         response: {
           202: Type.Object({ notificationId: Type.String({ format: 'uuid' }) }),
-          ...problemResponses(400, 401, 404, 409),
+          ...bodyProblemResponses(404, 409),
         },
       },
+      config: routeRateLimit(options.testRateLimit),
     },
     async (request, reply) =>
       reply.code(202).send(await subscriptions.sendTest(request.principal.accountId, request.params.id)),
@@ -238,12 +275,14 @@ export function registerSubscriptionRoutes(app: FastifyInstance, subscriptions: 
     {
       schema: {
         tags,
+        operationId: 'listSubscriptionNotifications',
         summary: 'Delivery log: notifications, newest first, with every attempt',
         params: Id,
         querystring: Type.Object(
           {
             state: Type.Optional(Type.Enum(['pending', 'delivered', 'failed'], { type: 'string' })),
             ...PaginationQuery,
+            ...TatumPaginationQuery,
           },
           { additionalProperties: false },
         ),
@@ -255,8 +294,7 @@ export function registerSubscriptionRoutes(app: FastifyInstance, subscriptions: 
     },
     async (request) =>
       subscriptions.notifications(request.principal.accountId, request.params.id, {
-        limit: request.query.limit ?? 20,
-        cursor: request.query.cursor,
+        ...pageQuery(request.query),
         state: request.query.state,
       }),
   );
@@ -266,10 +304,11 @@ export function registerSubscriptionRoutes(app: FastifyInstance, subscriptions: 
     {
       schema: {
         tags,
+        operationId: 'recoverFailedNotifications',
         summary: 'Resend every failed notification created since a time',
         params: Id,
         body: Type.Object({ since: Type.String({ format: 'date-time' }) }, { additionalProperties: false }),
-        response: { 202: Type.Object({ resent: Type.Integer() }), ...problemResponses(400, 401, 404, 409) },
+        response: { 202: Type.Object({ resent: Type.Integer() }), ...bodyProblemResponses(404, 409) },
       },
     },
     async (request, reply) => {
@@ -290,11 +329,12 @@ export function registerSubscriptionRoutes(app: FastifyInstance, subscriptions: 
     {
       schema: {
         tags,
+        operationId: 'resendNotification',
         summary: 'Deliver a notification again as a new attempt',
         params: Id,
         response: {
           202: Type.Object({ id: Type.String({ format: 'uuid' }), state: Type.String() }),
-          ...problemResponses(400, 401, 404, 409),
+          ...bodyProblemResponses(404, 409),
         },
       },
     },

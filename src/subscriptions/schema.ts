@@ -3,6 +3,12 @@ import { boolean, index, integer, jsonb, pgTable, text, timestamp, uuid } from '
 import { accounts } from '../accounts/schema.js';
 import type { Sealed } from '../secrets/envelope.js';
 
+/** A rotated-out signing secret and when it stops signing (ISO 8601). */
+export interface PreviousSecret {
+  secret: Sealed;
+  expiresAt: string;
+}
+
 const at = (name: string) => timestamp(name, { withTimezone: true, precision: 3, mode: 'date' });
 
 /**
@@ -26,8 +32,10 @@ export const subscriptions = pgTable(
     confirmations: integer('confirmations').notNull().default(1),
     ack: text('ack').notNull().default('status'),
     secret: jsonb('secret').$type<Sealed>().notNull(),
-    previousSecret: jsonb('previous_secret').$type<Sealed>(),
-    previousSecretExpiresAt: at('previous_secret_expires_at'),
+    /** Rotated-out secrets that still sign beside `secret` until they expire (oldest first). */
+    previousSecrets: jsonb('previous_secrets').$type<PreviousSecret[]>().notNull().default([]),
+    /** Bumped by every rotation, so dispatchers know their cached keys are stale. */
+    secretVersion: integer('secret_version').notNull().default(0),
     callbackToken: jsonb('callback_token').$type<Sealed>().notNull(),
     status: text('status').notNull().default('active'),
     disabledReason: text('disabled_reason'),

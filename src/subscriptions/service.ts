@@ -1,10 +1,11 @@
 import crypto from 'node:crypto';
-import { and, desc, eq, gte, inArray, isNull, lt, or, type SQL, sql } from 'drizzle-orm';
+import { and, desc, eq, gte, inArray, isNotNull, isNull, lt, or, type SQL, sql } from 'drizzle-orm';
 import { v7 as uuidv7 } from 'uuid';
 import { normalizeAddress } from '../chains/addresses.js';
 import type { Network, NetworkCatalog } from '../chains/networks.js';
 import { ConflictError, type FieldError, NotFoundError, ValidationError } from '../errors.js';
-import { decodeCursor, isUuid, toPage } from '../http/pagination.js';
+import { decodeCursor, isUuid, type PageQuery, toPage } from '../http/pagination.js';
+import { canonicalJson, type Idempotency } from '../idempotency/service.js';
 import { secretContext, tokenContext } from '../notify/dispatcher.js';
 import { enqueueNotifications, newNotificationId, signalOutbox } from '../notify/outbox.js';
 import { deliveryAttempts, notifications } from '../notify/schema.js';
@@ -12,12 +13,20 @@ import { newWebhookSecret } from '../notify/signing.js';
 import type { Envelope } from '../secrets/envelope.js';
 import type { Db } from '../store/db.js';
 import { SUBSCRIPTIONS_CHANNEL, type SubscriptionChange } from './events.js';
-import { subscriptions } from './schema.js';
+import { type PreviousSecret, subscriptions } from './schema.js';
 
 export const ADDRESS_TRANSACTION = 'ADDRESS_TRANSACTION';
 export const REGISTRY_EVENTS = 'REGISTRY_EVENTS';
 /** How long a rotated-out secret keeps signing beside the new one. */
 export const SECRET_OVERLAP_MS = 24 * 3_600_000;
+/**
+ * Rotated-out secrets that may sign at once: each adds a signature to every webhook, so a client
+ * rotating in a loop is refused rather than growing every request without bound.
+ */
+export const MAX_PREVIOUS_SECRETS = 10;
+export const CREATE_SCOPE = 'POST /api/v1/subscription';
+/** The first half of the advisory lock that serialises creating one address's subscriptions. */
+const CREATE_LOCK_SPACE = 7_461_004;
 
 export interface CreateSubscriptionInput {
   type: typeof ADDRESS_TRANSACTION;
@@ -43,11 +52,13 @@ export interface SubscriptionView {
   mempool: boolean;
   confirmations: number;
   ack: string;
+  /** active, disabled, or deleted (kept readable with its delivery log). */
   status: string;
   disabledReason: string | null;
   disabledAt: string | null;
   previousSecretExpiresAt: string | null;
   createdAt: string;
+  deletedAt: string | null;
 }
 
 export interface AttemptView {
@@ -118,6 +129,7 @@ function samplePayload(network: Network, sub: SubscriptionRow, id: string): Reco
     chain: network.name,
     watchedAddress: sub.address,
     confirmations: sub.confirmations,
+    test: true,
   };
 }
 
@@ -129,13 +141,14 @@ async function announce(tx: Db, change: SubscriptionChange): Promise<void> {
 export function createSubscriptions(deps: {
   db: Db;
   envelope: Envelope;
+  idempotency: Idempotency;
   networks: NetworkCatalog;
   urls: UrlChecker;
   /** Called after a change that the watchers' in-memory address index must follow. */
   onChange?: (change: SubscriptionChange) => void;
   now?: () => Date;
 }) {
-  const { db, envelope, networks, urls } = deps;
+  const { db, envelope, networks, urls, idempotency } = deps;
   const now = deps.now ?? (() => new Date());
 
   function toView(row: SubscriptionRow): SubscriptionView {
@@ -143,7 +156,6 @@ export function createSubscriptions(deps: {
       row.type === REGISTRY_EVENTS
         ? { registryId: row.registryId ?? '', url: row.url }
         : { address: row.address ?? '', chain: row.network ?? '', url: row.url };
-    const overlap = row.previousSecretExpiresAt && row.previousSecretExpiresAt.getTime() > now().getTime();
     return {
       id: row.id,
       type: row.type,
@@ -151,28 +163,68 @@ export function createSubscriptions(deps: {
       mempool: row.mempool,
       confirmations: row.confirmations,
       ack: row.ack,
-      status: row.status,
+      status: row.deletedAt ? 'deleted' : row.status,
       disabledReason: row.disabledReason,
       disabledAt: iso(row.disabledAt),
-      previousSecretExpiresAt: overlap ? iso(row.previousSecretExpiresAt) : null,
+      previousSecretExpiresAt: signingSecrets(row.previousSecrets).at(-1)?.expiresAt ?? null,
       createdAt: row.createdAt.toISOString(),
+      deletedAt: iso(row.deletedAt),
     };
   }
 
+  /** The rotated-out secrets that still sign now, oldest first. */
+  function signingSecrets(previous: PreviousSecret[]): PreviousSecret[] {
+    const at = now().getTime();
+    return previous.filter((p) => Date.parse(p.expiresAt) > at);
+  }
+
+  /** The account's subscription, deleted or not (a deleted one stays readable with its log). */
   async function owned(accountId: string, id: string): Promise<SubscriptionRow> {
     const [row] = isUuid(id)
       ? await db
           .select()
           .from(subscriptions)
-          .where(
-            and(
-              eq(subscriptions.id, id),
-              eq(subscriptions.accountId, accountId),
-              isNull(subscriptions.deletedAt),
-            ),
-          )
+          .where(and(eq(subscriptions.id, id), eq(subscriptions.accountId, accountId)))
       : [];
     if (!row) throw new NotFoundError(`No subscription with id ${id}`);
+    return row;
+  }
+
+  /** The account's subscription, which must not be deleted: it can no longer be acted on. */
+  async function undeleted(accountId: string, id: string): Promise<SubscriptionRow> {
+    const row = await owned(accountId, id);
+    if (row.deletedAt) {
+      throw new ConflictError(
+        `Subscription ${id} was deleted at ${row.deletedAt.toISOString()}; its log stays readable, but it cannot be used again`,
+      );
+    }
+    return row;
+  }
+
+  /** The same account's live subscription of the same address and URL, if there is one. */
+  async function findDuplicate(
+    tx: Db,
+    accountId: string,
+    watched: { network: string; address: string },
+    url: string,
+  ): Promise<SubscriptionRow | undefined> {
+    // Two creates of one address at once would both find nothing: the second waits for the first.
+    await tx.execute(
+      sql`SELECT pg_advisory_xact_lock(${CREATE_LOCK_SPACE}, hashtext(${`${accountId}:${watched.network}:${watched.address}`}))`,
+    );
+    const [row] = await tx
+      .select()
+      .from(subscriptions)
+      .where(
+        and(
+          eq(subscriptions.accountId, accountId),
+          eq(subscriptions.type, ADDRESS_TRANSACTION),
+          eq(subscriptions.network, watched.network),
+          eq(subscriptions.address, watched.address),
+          eq(subscriptions.url, url),
+          isNull(subscriptions.deletedAt),
+        ),
+      );
     return row;
   }
 
@@ -206,7 +258,15 @@ export function createSubscriptions(deps: {
   }
 
   return {
-    async create(accountId: string, input: CreateSubscriptionInput): Promise<CreatedSubscription> {
+    /**
+     * Watches an address. With an idempotency key the same request within 24 h answers as the
+     * first did (secret included); a live subscription of the same address and URL is a conflict.
+     */
+    async create(
+      accountId: string,
+      input: CreateSubscriptionInput,
+      idempotencyKey?: string,
+    ): Promise<{ body: CreatedSubscription; replayed: boolean }> {
       const errors: FieldError[] = [];
       const network = networks.find(input.attr.chain);
       let address: string | undefined;
@@ -240,7 +300,14 @@ export function createSubscriptions(deps: {
         confirmations: input.confirmations ?? net.defaultConfirmations,
         mempool: input.mempool ?? net.family === 'evm',
       };
-      const created = await db.transaction(async (tx) => {
+      const insert = async (tx: Db): Promise<CreatedSubscription> => {
+        const existing = await findDuplicate(tx, accountId, watched, input.attr.url);
+        if (existing) {
+          throw new ConflictError(
+            `Subscription ${existing.id} already watches this address on ${net.name} with this url${existing.status === 'active' ? '' : ` (${existing.status}: enable it)`}`,
+            { existingId: existing.id },
+          );
+        }
         const endpoint = await insertEndpoint(
           tx,
           { ...watched, type: ADDRESS_TRANSACTION, url: input.attr.url, ack: input.ack ?? 'status' },
@@ -248,10 +315,24 @@ export function createSubscriptions(deps: {
         );
         await announce(tx, { type: 'upsert', subscription: { id: endpoint.id, ...watched } });
         return endpoint;
-      });
+      };
+      const result =
+        idempotencyKey === undefined
+          ? { body: await db.transaction(insert), replayed: false }
+          : await idempotency.run<CreatedSubscription>(
+              {
+                accountId,
+                key: idempotencyKey,
+                scope: CREATE_SCOPE,
+                // Keyed digest: the body holds the callback token.
+                requestHash: envelope.digest(`${CREATE_SCOPE}\n${canonicalJson(input)}`),
+              },
+              async (tx) => ({ statusCode: 201, body: await insert(tx) }),
+            );
       // This process's watchers follow at once; others hear the NOTIFY at commit.
-      deps.onChange?.({ type: 'upsert', subscription: { id: created.id, ...watched } });
-      return created;
+      if (!result.replayed)
+        deps.onChange?.({ type: 'upsert', subscription: { id: result.body.id, ...watched } });
+      return { body: result.body, replayed: result.replayed };
     },
 
     /**
@@ -276,8 +357,14 @@ export function createSubscriptions(deps: {
 
     checkUrl,
 
-    async list(accountId: string, query: { limit: number; cursor?: string; type?: string }) {
-      const conditions: SQL[] = [eq(subscriptions.accountId, accountId), isNull(subscriptions.deletedAt)];
+    /** Newest first; deleted subscriptions only when asked for by `status`. */
+    async list(accountId: string, query: PageQuery & { type?: string; status?: string }) {
+      const conditions: SQL[] = [eq(subscriptions.accountId, accountId)];
+      if (query.status === 'deleted') conditions.push(isNotNull(subscriptions.deletedAt));
+      else {
+        conditions.push(isNull(subscriptions.deletedAt));
+        if (query.status) conditions.push(eq(subscriptions.status, query.status));
+      }
       if (query.type) conditions.push(eq(subscriptions.type, query.type));
       if (query.cursor) conditions.push(lt(subscriptions.id, decodeCursor(query.cursor)));
       const rows = await db
@@ -285,17 +372,36 @@ export function createSubscriptions(deps: {
         .from(subscriptions)
         .where(and(...conditions))
         .orderBy(desc(subscriptions.id))
-        .limit(query.limit + 1);
+        .limit(query.limit + 1)
+        .offset(query.offset ?? 0);
       return toPage(rows, query.limit, (r) => r.id, toView);
+    },
+
+    /** Subscriptions of every account by state (active, disabled, deleted), for /metrics. */
+    async countByState(): Promise<Record<string, number>> {
+      const rows = await db
+        .select({
+          state: sql<string>`CASE WHEN ${subscriptions.deletedAt} IS NOT NULL THEN 'deleted' ELSE ${subscriptions.status} END`,
+          count: sql<number>`count(*)::int`,
+        })
+        .from(subscriptions)
+        .groupBy(sql`1`);
+      const counts: Record<string, number> = { active: 0, disabled: 0, deleted: 0 };
+      for (const row of rows) counts[row.state] = Number(row.count);
+      return counts;
     },
 
     async get(accountId: string, id: string): Promise<SubscriptionView> {
       return toView(await owned(accountId, id));
     },
 
-    /** Stops watching and delivering; the notifications and their log stay. */
+    /**
+     * Stops watching and delivering; the subscription and its log stay readable. Deleting it
+     * again changes nothing.
+     */
     async remove(accountId: string, id: string): Promise<void> {
-      await owned(accountId, id);
+      const row = await owned(accountId, id);
+      if (row.deletedAt) return;
       await db.transaction(async (tx) => {
         await tx.update(subscriptions).set({ deletedAt: now() }).where(eq(subscriptions.id, id));
         await announce(tx, { type: 'remove', id });
@@ -309,7 +415,7 @@ export function createSubscriptions(deps: {
 
     /** Re-enables a disabled subscription; its failed notifications can then be recovered. */
     async enable(accountId: string, id: string): Promise<SubscriptionView> {
-      await owned(accountId, id);
+      await undeleted(accountId, id);
       await db
         .update(subscriptions)
         .set({ status: 'active', disabledReason: null, disabledAt: null, failingSince: null })
@@ -317,28 +423,41 @@ export function createSubscriptions(deps: {
       return toView(await owned(accountId, id));
     },
 
-    /** A new signing secret; the old one keeps signing beside it for 24 hours. */
+    /**
+     * A new signing secret. Every secret it replaces keeps signing beside it for 24 hours from
+     * its own rotation, so receivers still holding any of them verify every webhook meanwhile.
+     */
     async rotateSecret(
       accountId: string,
       id: string,
     ): Promise<{ secret: string; previousSecretExpiresAt: string }> {
-      const row = await owned(accountId, id);
+      await undeleted(accountId, id);
       const secret = newWebhookSecret();
       const expires = new Date(now().getTime() + SECRET_OVERLAP_MS);
-      await db
-        .update(subscriptions)
-        .set({
-          secret: envelope.seal(secret, secretContext(id)),
-          previousSecret: row.secret,
-          previousSecretExpiresAt: expires,
-        })
-        .where(eq(subscriptions.id, id));
+      await db.transaction(async (tx) => {
+        // Rows lock: two rotations at once must not both keep only their own predecessor.
+        const [row] = await tx.select().from(subscriptions).where(eq(subscriptions.id, id)).for('update');
+        const signing = signingSecrets(row!.previousSecrets);
+        if (signing.length >= MAX_PREVIOUS_SECRETS) {
+          throw new ConflictError(
+            `${signing.length} earlier secrets still sign beside the current one; the oldest stops at ${signing[0]!.expiresAt}, rotate again after that`,
+          );
+        }
+        await tx
+          .update(subscriptions)
+          .set({
+            secret: envelope.seal(secret, secretContext(id)),
+            previousSecrets: [...signing, { secret: row!.secret, expiresAt: expires.toISOString() }],
+            secretVersion: sql`${subscriptions.secretVersion} + 1`,
+          })
+          .where(eq(subscriptions.id, id));
+      });
       return { secret, previousSecretExpiresAt: expires.toISOString() };
     },
 
     /** Enqueues a sample notification through the real outbox. */
     async sendTest(accountId: string, id: string): Promise<{ notificationId: string }> {
-      const row = await owned(accountId, id);
+      const row = await undeleted(accountId, id);
       if (row.status !== 'active') throw new ConflictError('The subscription is disabled; enable it first');
       const notificationId = newNotificationId();
       let payload: Record<string, unknown>;
@@ -371,11 +490,7 @@ export function createSubscriptions(deps: {
     },
 
     /** The delivery log: newest notifications first, each with its attempts. */
-    async notifications(
-      accountId: string,
-      id: string,
-      query: { limit: number; cursor?: string; state?: string },
-    ) {
+    async notifications(accountId: string, id: string, query: PageQuery & { state?: string }) {
       await owned(accountId, id);
       const conditions: SQL[] = [eq(notifications.subscriptionId, id)];
       if (query.state) conditions.push(eq(notifications.state, query.state));
@@ -385,7 +500,8 @@ export function createSubscriptions(deps: {
         .from(notifications)
         .where(and(...conditions))
         .orderBy(desc(notifications.id))
-        .limit(query.limit + 1);
+        .limit(query.limit + 1)
+        .offset(query.offset ?? 0);
       const page = rows.slice(0, query.limit);
       const attempts =
         page.length === 0
@@ -446,9 +562,7 @@ export function createSubscriptions(deps: {
             .where(and(eq(notifications.id, notificationId), eq(notifications.accountId, accountId)))
         : [];
       if (!row) throw new NotFoundError(`No notification with id ${notificationId}`);
-      const sub = await owned(accountId, row.subscriptionId).catch(() => {
-        throw new ConflictError('Its subscription was deleted');
-      });
+      const sub = await undeleted(accountId, row.subscriptionId);
       if (sub.status !== 'active') throw new ConflictError('The subscription is disabled; enable it first');
       const rearmed = await db.transaction(async (tx) => {
         // A delivery in flight keeps its claim; resending it now would race with its result.
@@ -476,7 +590,7 @@ export function createSubscriptions(deps: {
 
     /** Resends every failed notification of the subscription created since `since`. */
     async recover(accountId: string, id: string, since: Date): Promise<{ resent: number }> {
-      const sub = await owned(accountId, id);
+      const sub = await undeleted(accountId, id);
       if (sub.status !== 'active') throw new ConflictError('The subscription is disabled; enable it first');
       const resent = await db.transaction(async (tx) => {
         const rows = await tx

@@ -200,6 +200,8 @@ describe.each(backends)('subscription API on %s', (backend) => {
   let t: TestApp;
   /** A URL that passes the create-time check (loopback is allowlisted in tests); nothing is sent to it. */
   const quietUrl = 'http://127.0.0.1:9/hook';
+  /** Another such URL each time: the same address and URL twice would be a duplicate (409). */
+  const quietUrlOf = () => `http://127.0.0.1:9/hook/${crypto.randomUUID()}`;
 
   beforeAll(async () => {
     t = await startTestApp(backend);
@@ -241,6 +243,7 @@ describe.each(backends)('subscription API on %s', (backend) => {
       disabledAt: null,
       previousSecretExpiresAt: null,
       createdAt: expect.stringMatching(ISO_UTC),
+      deletedAt: null,
     });
     expect(Date.parse(view.createdAt)).toBeGreaterThanOrEqual(before - 5);
     expect(Date.parse(view.createdAt)).toBeLessThanOrEqual(after + 5);
@@ -263,7 +266,7 @@ describe.each(backends)('subscription API on %s', (backend) => {
   ] as const)(
     'defaults on %s: mempool %s, confirmations %i',
     async (chain, address, mempool, confirmations) => {
-      const created = await create(subscriptionBody(chain, address, quietUrl));
+      const created = await create(subscriptionBody(chain, address, quietUrlOf()));
       const view = (await t.request('GET', `${API}/${created.id}`)).body as View;
       expect(view).toMatchObject({ mempool, confirmations, ack: 'status', status: 'active' });
       expect(view.attr.chain).toBe(chain);
@@ -272,7 +275,7 @@ describe.each(backends)('subscription API on %s', (backend) => {
 
   test('the optional fields are kept, and a provided callbackToken is used', async () => {
     const created = await create(
-      subscriptionBody('POL', evmLower, quietUrl, {
+      subscriptionBody('POL', evmLower, quietUrlOf(), {
         mempool: false,
         confirmations: 12,
         ack: '2xx',
@@ -329,20 +332,165 @@ describe.each(backends)('subscription API on %s', (backend) => {
     expect((await t.request('GET', `${API}?limit=101`, { token })).status).toBe(400);
   });
 
-  test('delete → 204; then get → 404, absent from the list, and a second delete → 404', async () => {
+  test('delete → 204; the subscription stays readable as deleted, out of the default list, and cannot be used', async () => {
     const token = await t.tokenFor('deleter');
     const keep = await create(subscriptionBody('ETH', randomEvm(), quietUrl), token);
     const gone = await create(subscriptionBody('SOL', SOL_WRAPPED, quietUrl), token);
+    const deletedAt = Date.now();
     const deleted = await t.request('DELETE', `${API}/${gone.id}`, { token });
     expect(deleted.status).toBe(204);
     expect(deleted.text).toBe('');
     const got = await t.request('GET', `${API}/${gone.id}`, { token });
-    expect(got.status).toBe(404);
-    expect(got.headers.get('content-type')).toContain('application/problem+json');
+    expect(got.status).toBe(200);
+    const view = got.body as View;
+    expect(view).toMatchObject({
+      id: gone.id,
+      status: 'deleted',
+      attr: { chain: 'SOL', address: SOL_WRAPPED },
+    });
+    expect(Math.abs(Date.parse(view.deletedAt!) - deletedAt)).toBeLessThan(60_000);
     const list = (await t.request('GET', `${API}?limit=100`, { token })).body as { data: View[] };
     expect(list.data.map((v) => v.id)).toEqual([keep.id]);
-    expect((await t.request('DELETE', `${API}/${gone.id}`, { token })).status).toBe(404);
-    expect((await t.request('POST', `${API}/${gone.id}/test`, { token })).status).toBe(404);
+    const deletedList = (await t.request('GET', `${API}?status=deleted`, { token })).body as { data: View[] };
+    expect(deletedList.data).toEqual([view]);
+    const active = (await t.request('GET', `${API}?status=active`, { token })).body as { data: View[] };
+    expect(active.data.map((v) => v.id)).toEqual([keep.id]);
+    // The log stays readable; deleting again changes nothing.
+    expect((await t.request('GET', `${API}/${gone.id}/notifications`, { token })).status).toBe(200);
+    const before = await digest(t);
+    expect((await t.request('DELETE', `${API}/${gone.id}`, { token })).status).toBe(204);
+    // Acting on it is a conflict that says why, and changes nothing.
+    for (const [method, path, body] of [
+      ['POST', 'test', undefined],
+      ['POST', 'enable', undefined],
+      ['POST', 'rotate-secret', undefined],
+      ['POST', 'recover', { since: new Date(0).toISOString() }],
+    ] as const) {
+      const r = await t.request(method, `${API}/${gone.id}/${path}`, { token, body });
+      expect(r.status, `${path}: ${r.text}`).toBe(409);
+      expect((r.body as Problem).detail).toMatch(/deleted/);
+    }
+    expect(await digest(t)).toEqual(before);
+    // The same address and URL can be subscribed again: the deleted one does not count.
+    const again = await create(subscriptionBody('SOL', SOL_WRAPPED, quietUrl), token);
+    expect(again.id).not.toBe(gone.id);
+  });
+
+  test('an exact duplicate (same account, chain, address, url) is 409 naming the one that exists', async () => {
+    const token = await t.tokenFor('duplicator');
+    const url = quietUrlOf();
+    const first = await create(subscriptionBody('ETH', evmLower, url), token);
+    const before = await digest(t);
+    // The same address written otherwise, and the chain by an alias, are still the same.
+    for (const [chain, address] of [
+      ['ETH', evmLower],
+      ['eth', EVM_REAL],
+      ['ethereum-mainnet', evmUpperBody],
+    ]) {
+      const r = await t.request('POST', API, { token, body: subscriptionBody(chain!, address!, url) });
+      expect(r.status, r.text).toBe(409);
+      expect(r.headers.get('content-type')).toContain('application/problem+json');
+      expect(r.body).toMatchObject({
+        status: 409,
+        type: 'urn:ledgerhook:problem:conflict',
+        existingId: first.id,
+      });
+      expect((r.body as Problem).detail).toContain(first.id);
+    }
+    expect(await digest(t)).toEqual(before);
+    // Another URL, another chain or another account is not a duplicate.
+    await create(subscriptionBody('ETH', evmLower, quietUrlOf()), token);
+    await create(subscriptionBody('BSC', evmLower, url), token);
+    await create(subscriptionBody('ETH', evmLower, url), await t.tokenFor('duplicator-2'));
+    // Concurrent identical creates: one wins, the others are told which.
+    const racer = await t.tokenFor('racer');
+    const raceUrl = quietUrlOf();
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () =>
+        t.request('POST', API, { token: racer, body: subscriptionBody('POL', evmLower, raceUrl) }),
+      ),
+    );
+    const won = results.filter((r) => r.status === 201);
+    expect(won).toHaveLength(1);
+    const winner = (won[0]!.body as Created).id;
+    for (const r of results.filter((x) => x.status !== 201)) {
+      expect(r.status).toBe(409);
+      expect((r.body as { existingId: string }).existingId).toBe(winner);
+    }
+  });
+
+  test('Idempotency-Key: a retry returns the first response (secret included); another body is 409', async () => {
+    const token = await t.tokenFor('idempotent-subscriber');
+    const key = `sub-${crypto.randomUUID()}`;
+    const body = subscriptionBody('BSC', randomEvm(), quietUrlOf());
+    const first = await t.request('POST', API, { token, body, headers: { 'Idempotency-Key': key } });
+    expect(first.status, first.text).toBe(201);
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
+    const before = await digest(t);
+    const again = await t.request('POST', API, { token, body, headers: { 'Idempotency-Key': key } });
+    expect(again.status).toBe(201);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body).toEqual(first.body);
+    expect(await digest(t)).toEqual(before);
+    const other = await t.request('POST', API, {
+      token,
+      body: subscriptionBody('BSC', randomEvm(), quietUrlOf()),
+      headers: { 'Idempotency-Key': key },
+    });
+    expect(other.status).toBe(409);
+    expect(await digest(t)).toEqual(before);
+    // Without the key the same body is a duplicate of the subscription the first request made.
+    const plain = await t.request('POST', API, { token, body });
+    expect(plain.status).toBe(409);
+    expect((plain.body as { existingId: string }).existingId).toBe((first.body as Created).id);
+    // The key is checked like the registry's.
+    const bad = await t.request('POST', API, { token, body, headers: { 'Idempotency-Key': 'has space' } });
+    expect(bad.status).toBe(400);
+    expect((bad.body as Problem).errors).toEqual([
+      { header: 'idempotency-key', detail: expect.stringContaining('printable') },
+    ]);
+    // Concurrent retries with one key create one subscription and all answer alike.
+    const raceKey = `race-${crypto.randomUUID()}`;
+    const raceBody = subscriptionBody('BSC', randomEvm(), quietUrlOf());
+    const raced = await Promise.all(
+      Array.from({ length: 4 }, () =>
+        t.request('POST', API, { token, body: raceBody, headers: { 'Idempotency-Key': raceKey } }),
+      ),
+    );
+    for (const r of raced) {
+      expect(r.status, r.text).toBe(201);
+      expect(r.body).toEqual(raced[0]!.body);
+    }
+  });
+
+  test("Tatum's pageSize and offset page the list like limit and cursor", async () => {
+    const token = await t.tokenFor('tatum-pager');
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++)
+      ids.push((await create(subscriptionBody('ETH', randomEvm(), quietUrl), token)).id);
+    const newestFirst = [...ids].reverse();
+    const page = async (query: string) => {
+      const r = await t.request('GET', `${API}?${query}`, { token });
+      expect(r.status, r.text).toBe(200);
+      return (r.body as { data: View[] }).data.map((v) => v.id);
+    };
+    expect(await page('pageSize=2')).toEqual(newestFirst.slice(0, 2));
+    expect(await page('pageSize=2&offset=2')).toEqual(newestFirst.slice(2, 4));
+    expect(await page('pageSize=2&offset=4')).toEqual(newestFirst.slice(4));
+    expect(await page('offset=5')).toEqual([]);
+    expect(await page('limit=3&offset=1')).toEqual(newestFirst.slice(1, 4));
+    for (const [query, parameter] of [
+      ['pageSize=0', 'pageSize'],
+      ['pageSize=101', 'pageSize'],
+      ['offset=-1', 'offset'],
+      ['offset=x', 'offset'],
+      ['limit=2&pageSize=2', 'pageSize'],
+      [`offset=1&cursor=${Buffer.from(ids[0]!).toString('base64url')}`, 'offset'],
+    ]) {
+      const r = await t.request('GET', `${API}?${query}`, { token });
+      expect(r.status, query).toBe(400);
+      expect(pointersOf(r.body), query).toEqual([`?${parameter}`]);
+    }
   });
 
   test('unknown and malformed ids are 404 and 400', async () => {
@@ -368,9 +516,10 @@ describe.each(backends)('subscription API on %s', (backend) => {
 
   describe('addresses are validated per family and normalised', () => {
     test.each(VALID)('%s %s is stored as %s %s', async (chain, address, viewChain, viewAddress) => {
-      const created = await create(subscriptionBody(chain, address, quietUrl));
+      const url = quietUrlOf();
+      const created = await create(subscriptionBody(chain, address, url));
       const view = (await t.request('GET', `${API}/${created.id}`)).body as View;
-      expect(view.attr).toEqual({ address: viewAddress, chain: viewChain, url: quietUrl });
+      expect(view.attr).toEqual({ address: viewAddress, chain: viewChain, url });
     });
 
     test.each(INVALID)('%s → 400 naming #/attr/address', async (_, chain, address) => {
@@ -612,8 +761,12 @@ describe.each(backends)('subscription API on %s', (backend) => {
           'chain',
           'watchedAddress',
           'confirmations',
+          'test',
         ].sort(),
       );
+      // A test notification says so, in the body and in the event-type header.
+      expect(body.test).toBe(true);
+      expect(request.headers['ledgerhook-event-type']).toBe('test');
       expect(body).toMatchObject({
         id: notificationId,
         subscriptionId: created.id,
@@ -695,6 +848,7 @@ describe.each(backends)('subscription API on %s', (backend) => {
           'chain',
           'watchedAddress',
           'confirmations',
+          'test',
         ].sort(),
       );
       expect(body).toMatchObject({
@@ -767,16 +921,38 @@ describe.each(backends)('subscription API on %s', (backend) => {
         expect(matching).toHaveLength(1);
       }
 
-      // A second rotation retires the first secret: the second and the third sign.
+      // A second rotation within the overlap keeps every secret younger than it signing: all three.
       const again = (await t.request('POST', `${API}/${created.id}/rotate-secret`)).body as {
         secret: string;
+        previousSecretExpiresAt: string;
       };
       const { request: next } = await sendTest(created.id);
       const nextHeaders = headersOf(next);
-      expect(nextHeaders['webhook-signature'].split(' ')).toHaveLength(2);
-      expect(() => new Webhook(created.secret).verify(next.body, nextHeaders)).toThrow();
-      expect(() => new Webhook(r.secret).verify(next.body, nextHeaders)).not.toThrow();
-      expect(() => new Webhook(again.secret).verify(next.body, nextHeaders)).not.toThrow();
+      expect(nextHeaders['webhook-signature'].split(' ')).toHaveLength(3);
+      for (const secret of [created.secret, r.secret, again.secret])
+        expect(() => new Webhook(secret).verify(next.body, nextHeaders)).not.toThrow();
+      const viewAfter = (await t.request('GET', `${API}/${created.id}`)).body as View;
+      expect(viewAfter.previousSecretExpiresAt).toBe(again.previousSecretExpiresAt);
+    });
+
+    test('rotating more than 10 times within the overlap is refused, naming when the oldest stops', async () => {
+      const created = await create(subscriptionBody('ETH', randomEvm(), receiver.url));
+      const secrets = [created.secret];
+      for (let i = 0; i < 10; i++) {
+        const rotated = await t.request('POST', `${API}/${created.id}/rotate-secret`);
+        expect(rotated.status, rotated.text).toBe(200);
+        secrets.push((rotated.body as { secret: string }).secret);
+      }
+      const before = await digest(t);
+      const refused = await t.request('POST', `${API}/${created.id}/rotate-secret`);
+      expect(refused.status).toBe(409);
+      expect((refused.body as Problem).detail).toMatch(/10 earlier secrets still sign/);
+      expect(await digest(t)).toEqual(before);
+      // Every one of the eleven secrets verifies the next notification.
+      const { request } = await sendTest(created.id);
+      expect(headersOf(request)['webhook-signature'].split(' ')).toHaveLength(11);
+      for (const secret of secrets)
+        expect(() => new Webhook(secret).verify(request.body, headersOf(request))).not.toThrow();
     });
 
     test('a 410 disables the subscription; test then is 409 until it is enabled again', async () => {

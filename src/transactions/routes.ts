@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { problemResponses } from '../http/schemas.js';
+import { problemResponse, problemResponses } from '../http/schemas.js';
 import type { Transactions } from './service.js';
 import { TRANSACTION_FIELDS } from './types.js';
 
@@ -37,10 +37,13 @@ const TransactionSchema = Type.Unsafe({
     sender: string('Sender (Bitcoin: the first input’s address; Solana: the fee payer)'),
     senderRewards: string('Algorand: sender rewards in µAlgo'),
     signature: {
-      nullable: true,
       description:
-        'Algorand signature.sig (base64), or the multisig/logicsig object; EVM r‖s‖v hex; Solana the first signature',
-      oneOf: [{ type: 'string' }, { type: 'object', additionalProperties: true }],
+        'Algorand signature.sig (base64), or the multisig/logicsig object; EVM r‖s‖v hex; Solana the first signature; null for Bitcoin',
+      // OpenAPI 3.0 has no null type: the string alternative carries the null.
+      oneOf: [
+        { type: 'string', nullable: true },
+        { type: 'object', additionalProperties: true },
+      ],
     },
     txType: string(
       'Algorand tx-type; EVM create, transfer or call; Bitcoin coinbase or transfer; Solana the instruction',
@@ -55,6 +58,7 @@ export function registerTransactionRoutes(app: FastifyInstance, transactions: Tr
     {
       schema: {
         tags: ['transactions'],
+        operationId: 'getTransaction',
         summary: 'Look up one transaction, normalised across chains',
         description:
           'Networks: ETH, BSC, POL, GLRM (GLMR), ALGO, BTC, SOL and any configured one. Unknown network or malformed id: 400 before any node is asked; unknown transaction: 404; node unreachable or failing: 503 with Retry-After. Final transactions are cached.',
@@ -65,10 +69,10 @@ export function registerTransactionRoutes(app: FastifyInstance, transactions: Tr
         response: {
           200: TransactionSchema,
           ...problemResponses(400, 401, 404),
-          503: {
-            $ref: 'Problem#',
-            description: 'The node cannot be reached or is failing; retry after Retry-After',
-          },
+          503: problemResponse(
+            503,
+            'The network’s node cannot be reached or is failing (or the database is unavailable); retry after Retry-After',
+          ),
         },
       },
     },

@@ -47,6 +47,29 @@ export function lookupFor(network: Network): TransactionLookup {
   }
 }
 
+/**
+ * What a client is told when a network's node fails: which network, and what went wrong, but not
+ * the node's address (an operator's internal host; the log keeps it, through `cause`).
+ */
+export function clientFacing(err: UpstreamUnavailableError, network: Network): UpstreamUnavailableError {
+  let reason = err.message;
+  for (const url of [...network.rpcUrls, ...network.indexerUrls]) {
+    let host: string;
+    try {
+      host = new URL(url).host;
+    } catch {
+      continue;
+    }
+    reason = reason.split(` at ${host}`).join('').split(host).join('the node');
+  }
+  const wrapped = new UpstreamUnavailableError(
+    `The ${network.name} node is unavailable: ${reason}`,
+    err.retryAfterSeconds,
+  );
+  wrapped.cause = err;
+  return wrapped;
+}
+
 /** The view as JSON, keys in the documented order, integers digit-exact however large. */
 export function serializeView(view: TransactionView): string {
   const ordered: Record<string, unknown> = {};
@@ -101,7 +124,13 @@ export function createTransactions(deps: {
         .where(and(eq(transactionCache.network, network.name), eq(transactionCache.txId, txId)));
       if (cached) return cached.body;
 
-      const result = await lookup(network)(txId);
+      let result: Awaited<ReturnType<TransactionLookup>>;
+      try {
+        result = await lookup(network)(txId);
+      } catch (err) {
+        if (err instanceof UpstreamUnavailableError) throw clientFacing(err, network);
+        throw err;
+      }
       if (!result) throw new NotFoundError(`No transaction ${rawId} on ${network.name}`);
       const body = serializeView(result.view);
       if (result.final) {

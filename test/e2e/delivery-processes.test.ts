@@ -61,9 +61,14 @@ describe('delivery survives SIGKILL (embedded PGlite)', () => {
     const receiver = await startReceiver(() => ({ ...ACK, delayMs: 5 }));
     receivers.push(receiver);
 
-    // Enqueue with the API role alone, so that nothing is delivered yet.
+    // Enqueue with the API role alone, so that nothing is delivered yet; 1,000 test notifications
+    // are far past the per-account limit on them, which is not what this test is about.
     const apiOnly = await startServiceProcess(
-      serviceEnv(environment, { LEDGERHOOK_ROLES: 'api', LOG_LEVEL: 'info' }),
+      serviceEnv(environment, {
+        LEDGERHOOK_ROLES: 'api',
+        LOG_LEVEL: 'info',
+        LEDGERHOOK_TEST_RATE_LIMIT: 'off',
+      }),
     );
     const token = apiOnly.printedToken!;
     const sub = await api(apiOnly, token, 'POST', '/api/v1/subscription', {
