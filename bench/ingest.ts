@@ -21,6 +21,7 @@ import { createTokenInfoCache, fetchBlockActivity } from '../src/chains/evm/acti
 import { type Anvil, startAnvil } from '../src/chains/evm/anvil.js';
 import type { EvmBlockActivity } from '../src/chains/evm/types.js';
 import { loadNetworks, type Network, type NetworkCatalog } from '../src/chains/networks.js';
+import { createIdempotency } from '../src/idempotency/service.js';
 import { createEnvelope } from '../src/secrets/envelope.js';
 import { type Db, openStore, type Store } from '../src/store/db.js';
 import { createSubscriptions } from '../src/subscriptions/service.js';
@@ -483,9 +484,11 @@ async function runFollower(
   await store.migrate();
   const issued = await createAccounts({ db }).bootstrap();
   if (!issued) throw new Error(`${backend}: the database already had accounts`);
+  const envelope = createEnvelope(crypto.randomBytes(32));
   const subscriptions = createSubscriptions({
     db,
-    envelope: createEnvelope(crypto.randomBytes(32)),
+    envelope,
+    idempotency: createIdempotency({ db, envelope }),
     networks: chain.networks,
     urls: { checkUrl: async () => {} },
     onChange: (change) => index.apply(change),
@@ -497,7 +500,7 @@ async function runFollower(
       attr: { address, chain: NETWORK, url: 'http://127.0.0.1:9/hook' },
       mempool: false,
     });
-    created.push(sub.id);
+    created.push(sub.body.id);
   }
   try {
     const before = await jsonRpc<RpcBlock>(chain.anvil.rpcUrl, 'eth_getBlockByNumber', [

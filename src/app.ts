@@ -1,36 +1,34 @@
-import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { eq } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { startAdminServer } from './accounts/admin.js';
 import { createAccounts, type IssuedToken } from './accounts/service.js';
-import type { Config } from './config.js';
+import { type Config, ConfigError } from './config.js';
 import { createMetrics } from './http/metrics.js';
 import { createHttpServer } from './http/server.js';
 import { createIdempotency } from './idempotency/service.js';
 import { createDispatcher, type NotificationDispatcher } from './notify/dispatcher.js';
 import { createDnsResolve, createEgress } from './notify/egress.js';
+import { outboxStats } from './notify/outbox.js';
 import { createRetryPolicy } from './notify/retry-policy.js';
 import { createRegistries } from './registry/service.js';
 import { createEnvelope, type Envelope } from './secrets/envelope.js';
 import { loadMasterKey } from './secrets/master-key.js';
+import { closeServer, type StopStep, stopAll } from './shared/shutdown.js';
 import { type Db, openStore, type Store } from './store/db.js';
-import { acquireDataDirLock, type DataDirLock } from './store/lock.js';
+import { acquireDataDirLock, DataDirInUseError, type DataDirLock, dataDirHolder } from './store/lock.js';
 import { settings } from './store/schema.js';
 import { createSubscriptions } from './subscriptions/service.js';
 import { createTransactions } from './transactions/service.js';
+import { packageVersion } from './version.js';
 import { createAddressIndex } from './watch/address-index.js';
 import { createWatcher, type Watcher } from './watch/watcher.js';
 
 export const PGLITE_SUBDIR = 'pglite';
 
-export function packageVersion(): string {
-  const pkg = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
-    version: string;
-  };
-  return pkg.version;
-}
+export { packageVersion };
 
 /** Refused start: a misconfiguration the operator must fix, reported as one line. */
 export class StartupError extends Error {
@@ -46,8 +44,51 @@ export interface OpenedStore {
   lock: DataDirLock | undefined;
 }
 
+/**
+ * A failure to open a PostgreSQL database, as the operator should read it: what DATABASE_URL gets
+ * wrong (no such database, refused credentials), or that the server cannot be reached.
+ */
+function databaseError(err: unknown, databaseUrl: string): unknown {
+  const e = err as { code?: string; message?: string; cause?: { code?: string } } | undefined;
+  const code = e?.code ?? e?.cause?.code;
+  let url: URL;
+  try {
+    url = new URL(databaseUrl);
+  } catch {
+    return err;
+  }
+  const server = `${url.hostname}:${url.port || '5432'}`;
+  const database = decodeURIComponent(url.pathname.slice(1)) || url.username;
+  switch (code) {
+    case '3D000':
+      return new ConfigError(
+        'DATABASE_URL',
+        `names database "${database}", which does not exist on ${server}; create it (createdb ${database}) or correct the URL`,
+      );
+    case '28P01':
+    case '28000':
+      return new ConfigError('DATABASE_URL', `was refused by ${server}: ${e?.message}`);
+    case 'ECONNREFUSED':
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+    case 'ETIMEDOUT':
+    case 'EHOSTUNREACH':
+      return new StartupError(`cannot reach the database server ${server} (DATABASE_URL): ${code}`);
+    default:
+      return err;
+  }
+}
+
 /** Opens the configured database, migrated, holding the data directory when it is embedded. */
 export async function openConfiguredStore(config: Config, logger?: Logger): Promise<OpenedStore> {
+  try {
+    return await openMigratedStore(config, logger);
+  } catch (err) {
+    throw config.databaseUrl ? databaseError(err, config.databaseUrl) : err;
+  }
+}
+
+async function openMigratedStore(config: Config, logger?: Logger): Promise<OpenedStore> {
   const lock = config.databaseUrl ? undefined : acquireDataDirLock(config.dataDir);
   try {
     const store = await openStore(
@@ -55,6 +96,8 @@ export async function openConfiguredStore(config: Config, logger?: Logger): Prom
         ? {
             databaseUrl: config.databaseUrl,
             onError: (err) => logger?.warn({ err }, 'database connection lost'),
+            queryTimeoutMs: config.dbQueryTimeoutMs,
+            connectTimeoutMs: config.dbConnectTimeoutMs,
           }
         : { pgliteDir: path.join(config.dataDir, PGLITE_SUBDIR) },
     );
@@ -92,7 +135,11 @@ export interface RunningApp {
   /** Base URL the API listens on. */
   url: string;
   store: Store;
-  close(): Promise<void>;
+  /**
+   * Stops everything within `config.shutdownTimeoutMs` (see {@link startApp}); resolves with the
+   * parts that had not stopped by their deadline and were left behind (empty when all went well).
+   */
+  close(): Promise<string[]>;
 }
 
 export interface StartOptions {
@@ -118,33 +165,100 @@ export function announceTokenOnConsole(issued: IssuedToken): void {
   );
 }
 
-/** The composition root: store, services, HTTP API and admin endpoint, started in that order. */
+/** What stopping keeps back from its deadline for closing the database (and for recording results before it). */
+export function shutdownReserveMs(shutdownTimeoutMs: number): number {
+  return Math.min(1_000, Math.floor(shutdownTimeoutMs / 4));
+}
+
+/** A listen failure as the operator should read it: which setting is wrong, or what holds the port. */
+function listenError(err: unknown, host: string, port: number): unknown {
+  switch ((err as NodeJS.ErrnoException | undefined)?.code) {
+    case 'EADDRINUSE':
+      return new StartupError(
+        `port ${port} on ${host} is already in use by another program; stop it or set PORT to a free port`,
+      );
+    case 'EACCES':
+      return new ConfigError('PORT', `${port} may not be listened on by this user; use a port above 1023`);
+    case 'EADDRNOTAVAIL':
+      return new ConfigError('HOST', `${host} cannot be listened on: it is not an address of this machine`);
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+    case 'EAI_FAIL':
+      return new ConfigError(
+        'HOST',
+        `${host} cannot be listened on: it is neither an IP address nor a host name that resolves`,
+      );
+    default:
+      return err;
+  }
+}
+
+/**
+ * Checks that HOST and PORT can be listened on before anything else is done (the database opened,
+ * a key generated), so a taken port or a wrong address fails at once with one line.
+ */
+async function checkListenable(host: string, port: number): Promise<void> {
+  const probe = net.createServer();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      probe.once('error', reject);
+      probe.listen({ host, port }, () => resolve());
+    });
+  } catch (err) {
+    throw listenError(err, host, port);
+  }
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+}
+
+/**
+ * The composition root: store, services, HTTP API and admin endpoint, started in that order.
+ *
+ * Stopping (`close`) is bounded by `config.shutdownTimeoutMs`. At its very start the dispatcher
+ * stops claiming, so nothing is claimed or sent after it begins. Then the HTTP server, the admin
+ * endpoint, the chain watchers and the dispatcher (whose deliveries in flight get a grace period)
+ * stop together; the database closes last, with a reserve of the deadline of its own. A part that
+ * has not stopped by its deadline is left behind, so that stopping always ends.
+ */
 export async function startApp(config: Config, options: StartOptions = {}): Promise<RunningApp> {
   const logger = options.logger ?? pino({ level: config.logLevel });
-  const { key: masterKey, generated } = loadMasterKey(config.masterKey, config.dataDir);
-  if (generated) {
-    logger.info(
-      { file: path.join(config.dataDir, 'master.key') },
-      'generated a master key for encryption at rest; back it up',
-    );
-  }
-  if (generated && config.databaseUrl) {
-    logger.warn(
-      'with DATABASE_URL and several processes, set LEDGERHOOK_MASTER_KEY so they all share one master key',
-    );
-  }
-  const envelope = createEnvelope(masterKey);
+  // The cheap refusals first, before a key is generated or the database opened.
+  const holder = config.databaseUrl ? undefined : dataDirHolder(config.dataDir);
+  if (holder !== undefined) throw new DataDirInUseError(config.dataDir, holder);
+  await checkListenable(config.host, config.port);
   const { store, lock } = await openConfiguredStore(config, logger);
-  const closers: Array<() => Promise<void>> = [
-    async () => {
-      await store.close();
-      lock?.release();
-    },
-  ];
-  const close = async () => {
-    for (const closer of closers.splice(0).reverse()) await closer();
+  /** The parts that use the store, stopped together before it closes. */
+  const steps: StopStep[] = [];
+  const reserveMs = shutdownReserveMs(config.shutdownTimeoutMs);
+  let dispatcher: NotificationDispatcher | undefined;
+  let closing: Promise<string[]> | undefined;
+  const shutdown = async (): Promise<string[]> => {
+    const deadline = Date.now() + config.shutdownTimeoutMs;
+    // First of all, before any await: from here on nothing is claimed or sent.
+    dispatcher?.stopClaiming();
+    const late = await stopAll(steps.splice(0), deadline - reserveMs, logger);
+    late.push(...(await stopAll([{ name: 'database', stop: () => store.close() }], deadline, logger)));
+    lock?.release();
+    return late;
+  };
+  const close = () => {
+    closing ??= shutdown();
+    return closing;
   };
   try {
+    // After the database opened: a database that cannot be used leaves no key generated behind.
+    const { key: masterKey, generated } = loadMasterKey(config.masterKey, config.dataDir);
+    if (generated) {
+      logger.info(
+        { file: path.join(config.dataDir, 'master.key') },
+        'generated a master key for encryption at rest; back it up',
+      );
+    }
+    if (generated && config.databaseUrl) {
+      logger.warn(
+        'with DATABASE_URL and several processes, set LEDGERHOOK_MASTER_KEY so they all share one master key',
+      );
+    }
+    const envelope = createEnvelope(masterKey);
     await checkMasterKey(store.db, envelope);
     const accounts = createAccounts({ db: store.db });
     const idempotency = createIdempotency({ db: store.db, envelope });
@@ -153,22 +267,36 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       resolve: config.dnsServers.length > 0 ? createDnsResolve(config.dnsServers) : undefined,
       connectTimeoutMs: config.connectTimeoutMs,
     });
-    closers.push(() => egress.close());
+    steps.push({
+      name: 'dispatcher',
+      stop: async (until) => {
+        // Deliveries in flight may finish until the reserve for recording their results and
+        // releasing the rest; never longer than a request may take anyway.
+        const graceMs = Math.min(config.deliveryTimeoutMs + 1_000, until - reserveMs - Date.now());
+        await dispatcher?.stop(Math.max(0, graceMs));
+        await egress.close();
+      },
+    });
     let watcher: Watcher | undefined;
     const subscriptions = createSubscriptions({
       db: store.db,
       envelope,
+      idempotency,
       networks: config.networks,
       urls: { checkUrl: async (url) => void (await egress.checkUrl(url)) },
       onChange: (change) => watcher?.onSubscriptionChange(change),
     });
     const registries = createRegistries({ db: store.db, envelope, idempotency, callbacks: subscriptions });
 
-    const first = await accounts.bootstrap();
-    if (first) (options.announceToken ?? announceTokenOnConsole)(first);
-
     const metrics = createMetrics();
-    let dispatcher: NotificationDispatcher | undefined;
+    metrics.observe({
+      outbox: () => outboxStats(store.db),
+      subscriptions: () => subscriptions.countByState(),
+      // The watcher, when this process has the role, is created below.
+      followers: () => watcher?.status() ?? [],
+      mempools: () => watcher?.mempoolStatus() ?? [],
+      watchedAddresses: () => watcher?.addressCounts() ?? {},
+    });
     if (config.roles.has('dispatcher')) {
       dispatcher = createDispatcher({
         store,
@@ -186,8 +314,6 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
         userAgent: `Ledgerhook/${packageVersion()}`,
       });
       await dispatcher.start();
-      const started = dispatcher;
-      closers.push(() => started.stop());
     }
 
     if (config.roles.has('watcher')) {
@@ -202,9 +328,9 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
         tryLock: (name) => store.tryLock(name),
         listen: (channel, onNotify) => store.listen(channel, onNotify),
       });
-      await watcher.start();
       const started = watcher;
-      closers.push(() => started.stop());
+      steps.push({ name: 'chain watchers', stop: () => started.stop() });
+      await watcher.start();
     }
 
     // Every role serves health, readiness and metrics; the API role adds /api/v1.
@@ -219,14 +345,25 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       checkReady: () => store.ping(),
       watchStatus: () => watcher?.status() ?? [],
       bodyLimit: config.bodyLimit,
+      headersTimeoutMs: config.headersTimeoutMs,
+      requestTimeoutMs: config.requestTimeoutMs,
+      readyTimeoutMs: config.readyTimeoutMs,
       version: packageVersion(),
+      rateLimit: config.rateLimit,
+      testRateLimit: config.testRateLimit,
     });
-    closers.push(() => http.close());
-    const url = await http.listen({ host: config.host, port: config.port });
+    steps.push({ name: 'HTTP server', stop: (until) => closeServer(http, until - reserveMs) });
+    const url = await http.listen({ host: config.host, port: config.port }).catch((err: unknown) => {
+      throw listenError(err, config.host, config.port);
+    });
+
+    // Only now that the service serves: a token printed before a failed start would be lost.
+    const first = await accounts.bootstrap();
+    if (first) (options.announceToken ?? announceTokenOnConsole)(first);
 
     if (store.kind === 'pglite') {
       const admin = await startAdminServer({ accounts, dataDir: config.dataDir, logger });
-      closers.push(() => admin.close());
+      steps.push({ name: 'admin endpoint', stop: (until) => admin.close(until - reserveMs) });
     }
     logger.info({ url, database: store.kind, roles: [...config.roles] }, 'ledgerhook is serving');
     return { http, url, store, dispatcher, close };

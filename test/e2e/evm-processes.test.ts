@@ -73,13 +73,31 @@ async function start(env: Record<string, string>): Promise<ServiceProcess> {
   return service;
 }
 
-async function subscribe(service: ServiceProcess, token: string, address: Hex, url: string): Promise<string> {
+async function subscribe(
+  service: ServiceProcess,
+  token: string,
+  address: Hex,
+  url: string,
+  watchers: ServiceProcess[] = [service],
+): Promise<string> {
   const res = await fetch(`${service.url}/api/v1/subscription`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     body: JSON.stringify({ type: 'ADDRESS_TRANSACTION', attr: { address, chain: 'DEVNET', url } }),
   });
   expect(res.status).toBe(201);
+  // A new network is followed from the head its follower first reads: wait for that, or on a busy
+  // machine the first transfers could be mined before it (and be history, not notified). With
+  // several processes only the one holding the network's lock follows it; the others stand by.
+  await waitFor(async () => {
+    for (const watcher of watchers) {
+      const ready = (await (await fetch(`${watcher.url}/readyz`)).json()) as {
+        networks?: { network: string; height: number | null; standby?: boolean }[];
+      };
+      if (ready.networks?.some((n) => n.network === 'DEVNET' && !n.standby && n.height !== null)) return true;
+    }
+    return undefined;
+  }, 'the DEVNET follower to start');
   return ((await res.json()) as { id: string }).id;
 }
 
@@ -182,7 +200,7 @@ describe.each(backends.filter((b) => b === 'postgres'))('two watcher processes o
 
     const a = await start(env);
     const b = await start(env);
-    await subscribe(a, a.printedToken!, watched, receiver.url);
+    await subscribe(a, a.printedToken!, watched, receiver.url, [a, b]);
 
     // Exactly one of them follows DEVNET; the other stands by.
     const roles = async () =>

@@ -48,15 +48,17 @@ export const TEST_SERVICE_ENV: Record<string, string> = {
 /** The real service (composition root, HTTP on a loopback port) on isolated storage. */
 export async function startTestApp(
   backend: Backend,
-  extraEnv: Record<string, string> = {},
-  startOptions: Pick<StartOptions, 'alwaysFollow'> = {},
+  /** Added to the environment; a function sees the test's storage first (e.g. to proxy its database). */
+  extraEnv: Record<string, string> | ((environment: TestEnvironment) => Record<string, string>) = {},
+  startOptions: Pick<StartOptions, 'alwaysFollow' | 'logger'> = {},
 ): Promise<TestApp> {
   const environment = await createTestEnvironment(backend);
-  const config = loadConfig({ ...environment.env, ...TEST_SERVICE_ENV, ...extraEnv });
+  const extra = typeof extraEnv === 'function' ? extraEnv(environment) : extraEnv;
+  const config = loadConfig({ ...environment.env, ...TEST_SERVICE_ENV, ...extra });
   let token = '';
   const app = await startApp(config, {
-    ...startOptions,
     logger: pino({ level: 'silent' }),
+    ...startOptions,
     announceToken: (issued) => {
       token = issued.token;
     },

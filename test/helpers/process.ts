@@ -1,8 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { BUILT_CLI } from './build.js';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
-const CLI = ['--import', 'tsx', 'src/main.ts'];
+/** The compiled CLI (kept current by the test run's global setup), as `npm start` runs it. */
+const CLI = [BUILT_CLI];
 const TOKEN = /lh_[A-Za-z0-9_-]{32}/;
 
 export interface ServiceProcess {
@@ -14,6 +16,11 @@ export interface ServiceProcess {
   stderr(): string;
   /** Sends `signal` and resolves with the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
+  /**
+   * Sends `signal` to the whole process group, as Ctrl-C in a terminal does (`detached` only:
+   * the service then leads a group of its own, with the children it started).
+   */
+  signalGroup(signal: NodeJS.Signals): void;
   exited: Promise<number | null>;
 }
 
@@ -50,6 +57,8 @@ function baseEnv(env: Record<string, string>): NodeJS.ProcessEnv {
 export interface ServiceProcessOptions {
   /** The command line after the binary; `['serve']` by default (e.g. `['serve', '--devnet']`). */
   args?: string[];
+  /** Start the service as the leader of a new process group (see `signalGroup`). */
+  detached?: boolean;
 }
 
 /** Starts `ledgerhook serve` as its own process and waits until it serves. */
@@ -61,6 +70,7 @@ export async function startServiceProcess(
     cwd: repoRoot,
     env: baseEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.detached === true,
   });
   let out = '';
   let err = '';
@@ -87,7 +97,12 @@ export async function startServiceProcess(
     },
     'the service to serve',
     60_000,
-  );
+  ).catch((error: unknown) => {
+    // Leave nothing behind (with its own process group, nobody else would stop it).
+    if (options.detached) process.kill(-child.pid!, 'SIGKILL');
+    else child.kill('SIGKILL');
+    throw error;
+  });
   return {
     child,
     url,
@@ -98,6 +113,15 @@ export async function startServiceProcess(
     async stop(signal = 'SIGTERM') {
       if (exitCode === undefined) child.kill(signal);
       return exited;
+    },
+    signalGroup(signal) {
+      if (!options.detached) throw new Error('signalGroup needs a service started with detached: true');
+      try {
+        process.kill(-child.pid!, signal);
+      } catch (err) {
+        // ESRCH: the group is already empty.
+        if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+      }
     },
   };
 }
