@@ -1,0 +1,28 @@
+/**
+ * What the chain-independent follower (watch/follower.ts) needs of a chain family: its head, and
+ * its block at a height with what happened in it. A family implements this once (EVM, Bitcoin,
+ * …); cursors, confirmations, reorganisations, locks and status are the follower's.
+ */
+
+/** A block as the follower sees it: linked to its parent by hash, with the family's activity. */
+export interface ChainBlock<Activity> {
+  height: number;
+  hash: string;
+  parentHash: string;
+  activity: Activity;
+}
+
+/** The node's latest block: its hash shows a tip replaced at the same height. */
+export interface ChainTip {
+  height: number;
+  hash: string;
+}
+
+export interface BlockSource<Activity> {
+  /** The node's latest block. */
+  tip(): Promise<ChainTip>;
+  /** The block at a height on the node's chain; undefined when the chain is not that tall. */
+  block(height: number): Promise<ChainBlock<Activity> | undefined>;
+  /** The hash of the block at a height, for walking back cheaply; undefined when there is none. */
+  hashAt(height: number): Promise<string | undefined>;
+}
