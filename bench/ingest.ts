@@ -19,6 +19,7 @@ import { type Abi, encodeFunctionData, getAddress, type Hex, type PublicClient }
 import { createAccounts } from '../src/accounts/service.js';
 import { createTokenInfoCache, fetchBlockActivity } from '../src/chains/evm/activity.js';
 import { type Anvil, startAnvil } from '../src/chains/evm/anvil.js';
+import { evmSource, type FetchEvmActivity } from '../src/chains/evm/source.js';
 import type { EvmBlockActivity } from '../src/chains/evm/types.js';
 import { loadNetworks, type Network, type NetworkCatalog } from '../src/chains/networks.js';
 import { createIdempotency } from '../src/idempotency/service.js';
@@ -26,7 +27,8 @@ import { createEnvelope } from '../src/secrets/envelope.js';
 import { type Db, openStore, type Store } from '../src/store/db.js';
 import { createSubscriptions } from '../src/subscriptions/service.js';
 import { type AddressIndex, createAddressIndex } from '../src/watch/address-index.js';
-import { createEvmFollower } from '../src/watch/follower.js';
+import { evmMatcher } from '../src/watch/evm-notifications.js';
+import { createFollower } from '../src/watch/follower.js';
 import { chainCursors, chainHeaders } from '../src/watch/schema.js';
 import { evmClient } from '../src/watch/watcher.js';
 import {
@@ -541,20 +543,19 @@ async function runFollower(
         return typeof value === 'function' ? value.bind(target) : value;
       },
     });
-    const follower = createEvmFollower({
+    const timedFetch: FetchEvmActivity = async (c, n) => {
+      const t = now();
+      try {
+        return await fetchBlockActivity(c, n);
+      } finally {
+        fetchMs += now() - t;
+      }
+    };
+    const follower = createFollower({
       db: timedDb,
       network: chain.network,
-      client,
-      index,
-      fetchActivity: async (c, n) => {
-        const t = now();
-        try {
-          return await fetchBlockActivity(c, n);
-        } finally {
-          fetchMs += now() - t;
-        }
-      },
-      tokens: createTokenInfoCache(client),
+      source: evmSource(client, timedFetch),
+      match: evmMatcher({ network: chain.network, index, tokens: createTokenInfoCache(client) }),
       logger: pino({ level: options.logLevel }),
       pollIntervalMs: 1_000,
     });

@@ -1,7 +1,9 @@
 import { formatUnits, getAddress } from 'viem';
-import type { EvmTransfer } from '../chains/evm/types.js';
+import type { EvmBlockActivity, EvmTransfer, TokenInfo } from '../chains/evm/types.js';
 import type { Network } from '../chains/networks.js';
 import type { WatchedSubscription } from '../subscriptions/events.js';
+import type { AddressIndex } from './address-index.js';
+import type { BlockMatch, BlockMatcher } from './follower.js';
 
 export interface EvmNotificationInput {
   id: string;
@@ -58,7 +60,56 @@ export function buildEvmNotification(input: EvmNotificationInput): Record<string
   };
 }
 
-/** The same transfer seen again (a restart, a replayed block) maps to the same key: nothing is inserted twice. */
-export function transferKey(blockHash: string, transfer: EvmTransfer): string {
-  return `${blockHash}:${transfer.txHash}:${transfer.logIndex ?? 'native'}:${transfer.batchIndex}`;
+/**
+ * A transfer's identity on its chain, whichever block holds it: the same transaction's log on two
+ * branches has the same key, so a reorganisation can tell what stayed from what left.
+ */
+export function transferKey(transfer: EvmTransfer): string {
+  return `${transfer.txHash}:${transfer.logIndex ?? 'native'}:${transfer.batchIndex}`;
+}
+
+export interface EvmMatcherDeps {
+  network: Network;
+  index: AddressIndex;
+  tokens: { get(token: `0x${string}`): Promise<TokenInfo> };
+}
+
+/**
+ * Turns an EVM block's transfers into notifications: one per transfer and subscription watching
+ * its sender or its recipient (a transfer to oneself is one), token decimals read once per token.
+ */
+export function evmMatcher({ network, index, tokens }: EvmMatcherDeps): BlockMatcher<EvmBlockActivity> {
+  return async (block) => {
+    const matches: BlockMatch[] = [];
+    for (const transfer of block.activity.transfers) {
+      const watchers = [
+        ...index.lookup(network.name, transfer.from),
+        ...index.lookup(network.name, transfer.to),
+      ];
+      if (watchers.length === 0) continue;
+      const decimals =
+        transfer.kind === 'erc20' && transfer.token ? (await tokens.get(transfer.token)).decimals : 0;
+      const seen = new Set<string>();
+      for (const subscription of watchers) {
+        if (seen.has(subscription.id)) continue;
+        seen.add(subscription.id);
+        matches.push({
+          subscription,
+          key: transferKey(transfer),
+          body: (id) =>
+            buildEvmNotification({
+              id,
+              network,
+              transfer,
+              subscription,
+              blockNumber: block.height,
+              decimals,
+              confirmations: Math.max(1, subscription.confirmations),
+              mempool: false,
+            }),
+        });
+      }
+    }
+    return matches;
+  };
 }

@@ -1,31 +1,30 @@
-import { and, eq, gt, inArray, lt, min, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
-import { BlockNotFoundError, type PublicClient } from 'viem';
-import type { EvmBlockActivity, TokenInfo } from '../chains/evm/types.js';
 import type { Network } from '../chains/networks.js';
-import {
-  enqueueNotifications,
-  type NewNotification,
-  newNotificationId,
-  signalOutbox,
-} from '../notify/outbox.js';
-import { notifications } from '../notify/schema.js';
+import type { BlockSource, ChainBlock, ChainTip } from '../chains/source.js';
+import { enqueueNotifications, type NewNotification, newNotificationId } from '../notify/outbox.js';
 import { createSleeper } from '../shared/sleeper.js';
 import type { Db, HeldLock } from '../store/db.js';
-import type { AddressIndex } from './address-index.js';
-import { buildEvmNotification, transferKey } from './evm-notifications.js';
+import type { WatchedSubscription } from '../subscriptions/events.js';
+import { type Cursor, chainState, KEPT_HEADERS } from './chain-state.js';
 import { runPolling } from './polling.js';
-import { chainCursors, chainHeaders } from './schema.js';
+import { createReadAhead } from './read-ahead.js';
+import { createReleaser } from './release.js';
+import { announcedIn, applyDiff, blockDedupeKey, diffBranches } from './reorg.js';
 
-/** Headers kept per network: a reorganisation deeper than this is not followed. */
-const KEPT_HEADERS = 128;
-
-/** What the follower reads of the node's latest block. */
-interface TipBlock {
-  number: bigint;
-  hash: `0x${string}`;
-  parentHash: `0x${string}`;
+/** A transfer in a block that a subscription watches: what a family's matcher finds. */
+export interface BlockMatch {
+  subscription: WatchedSubscription;
+  /**
+   * The transfer's identity on its chain, independent of the block holding it (transaction and
+   * position), so that a reorganisation sees the same transfer on both branches.
+   */
+  key: string;
+  /** The notification body of DESIGN §6, given the notification's id. */
+  body: (id: string) => Record<string, unknown>;
 }
+
+/** How a family's block activity becomes notifications for the watched addresses. */
+export type BlockMatcher<Activity> = (block: ChainBlock<Activity>) => Promise<BlockMatch[]>;
 
 export interface FollowerStatus {
   network: string;
@@ -41,17 +40,17 @@ export interface FollowerStatus {
   errors: number;
 }
 
-export interface EvmFollowerDeps {
+export interface FollowerDeps<Activity> {
   db: Db;
   network: Network;
-  client: PublicClient;
-  index: AddressIndex;
-  fetchActivity: (client: PublicClient, number: bigint) => Promise<EvmBlockActivity>;
-  tokens: { get(token: `0x${string}`): Promise<TokenInfo> };
+  source: BlockSource<Activity>;
+  match: BlockMatcher<Activity>;
   logger: Logger;
   pollIntervalMs: number;
   /** Longest wait between retries while the node is unreachable. */
   maxBackoffMs?: number;
+  /** Blocks read ahead of the one being committed (default 8: what a node serves at once). */
+  fetchAhead?: number;
   /**
    * One process at a time follows a network (PostgreSQL advisory lock); the others stand by and
    * take over from the cursor when the holder's connection goes away.
@@ -62,14 +61,17 @@ export interface EvmFollowerDeps {
 }
 
 /**
- * Follows one EVM network: processes each new block once, in order, writing its notifications and
- * the new cursor in one transaction; on a parent-hash mismatch walks back to the common ancestor,
- * withdraws what the orphaned blocks announced, and carries on along the new branch.
+ * Follows one network of any family: processes each new block once, in order, writing its
+ * notifications and the new cursor in one transaction, reading the next blocks meanwhile. When
+ * the chain reorganises it walks back to the common ancestor, reads the new branch and applies
+ * the difference (see reorg.ts).
  */
-export function createEvmFollower(deps: EvmFollowerDeps) {
-  const { db, network, client, index } = deps;
+export function createFollower<Activity>(deps: FollowerDeps<Activity>) {
+  const { db, network, source } = deps;
   const log = deps.logger.child({ component: 'follower', network: network.name });
-  const maxBackoffMs = deps.maxBackoffMs ?? 30_000;
+  const state = chainState(db, network.name);
+  const releaser = createReleaser(network.name);
+  const lock = networkLock(deps, log);
   const status: FollowerStatus = {
     network: network.name,
     height: null,
@@ -79,260 +81,109 @@ export function createEvmFollower(deps: EvmFollowerDeps) {
     standby: false,
     errors: 0,
   };
-  let lock: HeldLock | undefined;
-  let lockLost = false;
-
-  /** True while this process may follow the network. */
-  async function holdLock(): Promise<boolean> {
-    if (!deps.acquireLock) return true;
-    if (lock && !lockLost) return true;
-    lock = await deps.acquireLock();
-    status.standby = lock === undefined;
-    if (!lock) return false;
-    lockLost = false;
-    const held = lock;
-    void held.lost.then(() => {
-      if (lock !== held) return;
-      lockLost = true;
-      status.standby = true;
-      log.warn('lost the follower lock; standing by');
-    });
-    log.info('following (holds the network lock)');
-    return true;
-  }
+  const sleeper = createSleeper();
   let running = false;
   let loopDone: Promise<void> | undefined;
 
-  const sleeper = createSleeper();
-  const { wake } = sleeper;
-
-  async function cursor(): Promise<{ height: number; hash: string } | undefined> {
-    const [row] = await db.select().from(chainCursors).where(eq(chainCursors.network, network.name));
-    return row ? { height: row.height, hash: row.hash } : undefined;
-  }
-
-  /** A new network starts at the current head: history before the first start is not replayed. */
-  async function initialise(block: TipBlock): Promise<{ height: number; hash: string }> {
-    await db.transaction(async (tx) => {
-      await tx
-        .insert(chainCursors)
-        .values({
-          network: network.name,
-          height: Number(block.number),
-          hash: block.hash,
-          updatedAt: new Date(),
-        })
-        .onConflictDoNothing();
-      await tx
-        .insert(chainHeaders)
-        .values({
-          network: network.name,
-          height: Number(block.number),
-          hash: block.hash,
-          parentHash: block.parentHash,
-        })
-        .onConflictDoNothing();
+  /** The block's notifications: due at once, or held until the head is deep enough. */
+  async function notificationsOf(block: ChainBlock<Activity>, head: number): Promise<NewNotification[]> {
+    const matches = await deps.match(block);
+    return matches.map(({ subscription, key, body }) => {
+      const id = newNotificationId();
+      const releaseHeight = block.height + Math.max(1, subscription.confirmations) - 1;
+      return {
+        id,
+        accountId: subscription.accountId,
+        subscriptionId: subscription.id,
+        eventType: 'address.transaction',
+        body: JSON.stringify(body(id)),
+        dedupeKey: blockDedupeKey(block.hash, key),
+        state: head >= releaseHeight ? 'pending' : 'held',
+        chain: network.name,
+        blockNumber: block.height,
+        blockHash: block.hash,
+        releaseHeight,
+      };
     });
-    return (await cursor())!;
   }
 
-  async function buildNotifications(block: EvmBlockActivity, head: number): Promise<NewNotification[]> {
-    const height = Number(block.number);
-    const items: NewNotification[] = [];
-    for (const transfer of block.transfers) {
-      const watchers = [
-        ...index.lookup(network.name, transfer.from),
-        ...index.lookup(network.name, transfer.to),
-      ];
-      if (watchers.length === 0) continue;
-      const decimals =
-        transfer.kind === 'erc20' && transfer.token ? (await deps.tokens.get(transfer.token)).decimals : 0;
-      const seen = new Set<string>();
-      for (const subscription of watchers) {
-        if (seen.has(subscription.id)) continue; // a transfer to oneself is one notification
-        seen.add(subscription.id);
-        const releaseHeight = height + Math.max(1, subscription.confirmations) - 1;
-        const id = newNotificationId();
-        const body = buildEvmNotification({
-          id,
-          network,
-          transfer,
-          subscription,
-          blockNumber: height,
-          decimals,
-          confirmations: Math.max(1, subscription.confirmations),
-          mempool: false,
-        });
-        items.push({
-          id,
-          accountId: subscription.accountId,
-          subscriptionId: subscription.id,
-          eventType: 'address.transaction',
-          body: JSON.stringify(body),
-          dedupeKey: transferKey(block.hash, transfer),
-          state: head >= releaseHeight ? 'pending' : 'held',
-          chain: network.name,
-          blockNumber: height,
-          blockHash: block.hash,
-          releaseHeight,
-        });
-      }
-    }
-    return items;
+  function noteHeld(items: NewNotification[]): void {
+    releaser.held(items.filter((n) => n.state === 'held').map((n) => n.releaseHeight!));
   }
 
-  /**
-   * The lowest release height among this network's held notifications: undefined when none are
-   * held, null when not known (at start, and after any failure, which may have rolled back what
-   * was computed). Most subscriptions want one confirmation, so most blocks skip the query.
-   */
-  let nextRelease: number | undefined | null = null;
-
-  /** Held notifications whose block is now deep enough become due. */
-  async function release(tx: Db, head: number): Promise<void> {
-    if (nextRelease === undefined || (nextRelease !== null && head < nextRelease)) return;
-    const released = await tx
-      .update(notifications)
-      .set({ state: 'pending', nextAttemptAt: sql`now()` })
-      .where(
-        and(
-          eq(notifications.chain, network.name),
-          eq(notifications.state, 'held'),
-          lt(notifications.releaseHeight, head + 1),
-        ),
-      )
-      .returning({ id: notifications.id });
-    if (released.length > 0) await signalOutbox(tx);
-    const [left] = await tx
-      .select({ lowest: min(notifications.releaseHeight) })
-      .from(notifications)
-      .where(and(eq(notifications.chain, network.name), eq(notifications.state, 'held')));
-    nextRelease = left?.lowest === null || left?.lowest === undefined ? undefined : Number(left.lowest);
-  }
-
-  async function commit(block: EvmBlockActivity, head: number): Promise<void> {
-    const items = await buildNotifications(block, head);
-    const height = Number(block.number);
+  async function commit(block: ChainBlock<Activity>, head: number): Promise<void> {
+    const items = await notificationsOf(block, head);
     await db.transaction(async (tx) => {
       await enqueueNotifications(tx, items);
-      if (nextRelease !== null) {
-        for (const item of items) {
-          if (item.state === 'held')
-            nextRelease = Math.min(nextRelease ?? Number.POSITIVE_INFINITY, item.releaseHeight!);
-        }
-      }
-      await tx
-        .insert(chainHeaders)
-        .values({ network: network.name, height, hash: block.hash, parentHash: block.parentHash })
-        .onConflictDoUpdate({
-          target: [chainHeaders.network, chainHeaders.height],
-          set: { hash: block.hash, parentHash: block.parentHash },
-        });
-      // Old headers are pruned now and then, not on every block.
-      if (height % 32 === 0) {
-        await tx
-          .delete(chainHeaders)
-          .where(and(eq(chainHeaders.network, network.name), lt(chainHeaders.height, height - KEPT_HEADERS)));
-      }
-      await tx
-        .update(chainCursors)
-        .set({ height, hash: block.hash, updatedAt: new Date() })
-        .where(eq(chainCursors.network, network.name));
-      await release(tx, head);
+      noteHeld(items);
+      await state.advance(tx, block);
+      await releaser.release(tx, head);
     });
-    if (items.length > 0) log.debug({ block: height, notifications: items.length }, 'block processed');
+    if (items.length > 0) log.debug({ block: block.height, notifications: items.length }, 'block processed');
+  }
+
+  /** Walks back from the cursor to the highest block the node still has, by hash. */
+  async function commonAncestor(from: Cursor): Promise<Cursor> {
+    let height = from.height;
+    for (; height > from.height - KEPT_HEADERS && height >= 0; height--) {
+      const stored = await state.storedHash(height);
+      if (stored === undefined) break;
+      // A chain now shorter than the cursor has no block at this height: that block left it too.
+      if ((await source.hashAt(height)) === stored) return { height, hash: stored };
+    }
+    const hash = (await state.storedHash(height)) ?? (await source.hashAt(height));
+    if (hash === undefined)
+      throw new Error(`no block at height ${height} to resume from after a reorganisation`);
+    return { height, hash };
+  }
+
+  /** The new branch above the ancestor, up to the old cursor's height where the node has it. */
+  async function newBranch(ancestor: Cursor, through: number): Promise<ChainBlock<Activity>[]> {
+    const blocks: ChainBlock<Activity>[] = [];
+    let parent = ancestor.hash;
+    for (let height = ancestor.height + 1; height <= through; height++) {
+      const block = await source.block(height);
+      if (!block) break;
+      // The node switched branches again while we read: start over next round.
+      if (block.parentHash !== parent)
+        throw new Error(`the chain changed again at height ${height} during a reorganisation`);
+      blocks.push(block);
+      parent = block.hash;
+    }
+    return blocks;
   }
 
   /**
-   * Walks back from the cursor to the last block the node still has, withdraws the notifications
-   * of the orphaned blocks and moves the cursor there. Returns the ancestor's height.
+   * The chain left the blocks above the common ancestor. Reads the new branch as far as the old
+   * one went and, in one transaction, withdraws what left, notifies what is new, leaves alone
+   * what is on both, and moves the cursor onto the new branch.
    */
-  async function reorganise(from: { height: number; hash: string }): Promise<number> {
-    let height = from.height;
-    for (; height > from.height - KEPT_HEADERS && height >= 0; height--) {
-      const [stored] = await db
-        .select()
-        .from(chainHeaders)
-        .where(and(eq(chainHeaders.network, network.name), eq(chainHeaders.height, height)));
-      if (!stored) break;
-      // A chain now shorter than the cursor has no block at this height: that block left it too.
-      const canonical = await client.getBlock({ blockNumber: BigInt(height) }).catch((err: unknown) => {
-        if (err instanceof BlockNotFoundError) return undefined;
-        throw err;
-      });
-      if (canonical?.hash === stored.hash) break;
-    }
-    const ancestor = height;
-    const orphaned = await db
-      .select({ hash: chainHeaders.hash })
-      .from(chainHeaders)
-      .where(and(eq(chainHeaders.network, network.name), gt(chainHeaders.height, ancestor)));
-    const hashes = orphaned.map((o) => o.hash);
-    const ancestorHeader = (
-      await db
-        .select()
-        .from(chainHeaders)
-        .where(and(eq(chainHeaders.network, network.name), eq(chainHeaders.height, ancestor)))
-    )[0];
-    const ancestorHash =
-      ancestorHeader?.hash ?? (await client.getBlock({ blockNumber: BigInt(ancestor) })).hash;
-
+  async function reorganise(from: Cursor, head: number): Promise<Cursor> {
+    const ancestor = await commonAncestor(from);
+    const orphaned = await state.hashesAbove(ancestor.height);
+    const blocks = await newBranch(ancestor, from.height);
+    const replacing: NewNotification[] = [];
+    for (const block of blocks) replacing.push(...(await notificationsOf(block, head)));
+    const diff = diffBranches(await announcedIn(db, network.name, orphaned), replacing);
     await db.transaction(async (tx) => {
-      if (hashes.length > 0) {
-        const announced = await tx
-          .select()
-          .from(notifications)
-          .where(and(eq(notifications.chain, network.name), inArray(notifications.blockHash, hashes)));
-        // Never sent: cancelled quietly. Sent (or being sent): withdrawn with a reorg notification.
-        const unsent = announced.filter(
-          (n) => n.state === 'held' || (n.state === 'pending' && n.attempts === 0 && !n.lockedBy),
-        );
-        const sent = announced.filter(
-          (n) => !unsent.includes(n) && n.state !== 'cancelled' && !n.dedupeKey?.startsWith('reorg:'),
-        );
-        if (unsent.length > 0) {
-          await tx
-            .update(notifications)
-            .set({
-              state: 'cancelled',
-              nextAttemptAt: null,
-              lastError: 'its block left the canonical chain before it was sent',
-            })
-            .where(
-              inArray(
-                notifications.id,
-                unsent.map((n) => n.id),
-              ),
-            );
-        }
-        await enqueueNotifications(
-          tx,
-          sent.map((n) => {
-            const id = newNotificationId();
-            return {
-              id,
-              accountId: n.accountId,
-              subscriptionId: n.subscriptionId,
-              eventType: 'address.transaction.reorg',
-              body: JSON.stringify({ ...(JSON.parse(n.body) as object), id, reorg: true }),
-              dedupeKey: `reorg:${n.id}`,
-              chain: network.name,
-              blockNumber: n.blockNumber ?? undefined,
-              blockHash: n.blockHash ?? undefined,
-            };
-          }),
-        );
-      }
-      await tx
-        .delete(chainHeaders)
-        .where(and(eq(chainHeaders.network, network.name), gt(chainHeaders.height, ancestor)));
-      await tx
-        .update(chainCursors)
-        .set({ height: ancestor, hash: ancestorHash, updatedAt: new Date() })
-        .where(eq(chainCursors.network, network.name));
+      await state.rewind(tx, ancestor);
+      await applyDiff(tx, network.name, diff);
+      noteHeld(diff.fresh);
+      for (const block of blocks) await state.advance(tx, block);
     });
-    log.warn({ from: from.height, ancestor, orphaned: hashes.length }, 'chain reorganised');
-    return ancestor;
+    const at = blocks.length > 0 ? blocks[blocks.length - 1]! : ancestor;
+    log.warn(
+      {
+        from: from.height,
+        ancestor: ancestor.height,
+        orphaned: orphaned.length,
+        kept: diff.kept.length,
+        withdrawn: diff.gone.length,
+        new: diff.fresh.length,
+      },
+      'chain reorganised',
+    );
+    return { height: at.height, hash: at.hash };
   }
 
   /**
@@ -341,59 +192,66 @@ export function createEvmFollower(deps: EvmFollowerDeps) {
    * which no parent-hash check would see until the next block. A node merely behind us, on our
    * chain, agrees with what we stored.
    */
-  async function tipReplaced(latest: TipBlock, at: { height: number; hash: string }): Promise<boolean> {
-    const height = Number(latest.number);
-    if (height > at.height) return false;
-    if (height === at.height) return latest.hash !== at.hash;
-    const [stored] = await db
-      .select({ hash: chainHeaders.hash })
-      .from(chainHeaders)
-      .where(and(eq(chainHeaders.network, network.name), eq(chainHeaders.height, height)));
-    return stored !== undefined && stored.hash !== latest.hash;
+  async function tipReplaced(tip: ChainTip, at: Cursor): Promise<boolean> {
+    if (tip.height > at.height) return false;
+    if (tip.height === at.height) return tip.hash !== at.hash;
+    const stored = await state.storedHash(tip.height);
+    return stored !== undefined && stored !== tip.hash;
   }
 
-  /** Processes every block up to the node's head. */
+  /** A new network starts at the current head: history before the first start is not replayed. */
+  async function initialise(tip: ChainTip): Promise<Cursor> {
+    const block = await source.block(tip.height);
+    if (!block) throw new Error(`the node reported block ${tip.height} as its tip but does not serve it`);
+    return state.initialise(block);
+  }
+
+  /** Processes every block up to the node's head, reading ahead while it commits. */
   async function catchUp(): Promise<void> {
-    // The latest block's header, for its number and its hash in one call (where eth_blockNumber
-    // gave the number alone): a tip replaced at the same height shows only in its hash.
-    const latest = await client.getBlock({ blockTag: 'latest' });
-    const head = Number(latest.number);
+    const tip = await source.tip();
+    const head = tip.height;
     status.head = head;
-    let at = (await cursor()) ?? (await initialise(latest));
-    if (await tipReplaced(latest, at)) {
-      await reorganise(at);
-      at = (await cursor())!;
-    }
-    while (running && !lockLost && at.height < head) {
-      const block = await deps.fetchActivity(client, BigInt(at.height + 1));
-      if (block.parentHash !== at.hash) {
-        await reorganise(at);
-        at = (await cursor())!;
-        continue;
+    let at = (await state.cursor()) ?? (await initialise(tip));
+    if (await tipReplaced(tip, at)) at = await reorganise(at, head);
+    const ahead = createReadAhead(source, deps.fetchAhead ?? 8);
+    try {
+      while (running && !lock.lost() && at.height < head) {
+        const block = await ahead.next(at.height + 1, head);
+        // Shorter than the head it reported: the node is switching branches; look again next round.
+        if (!block) break;
+        if (block.parentHash !== at.hash) {
+          ahead.discard();
+          at = await reorganise(at, head);
+          continue;
+        }
+        await commit(block, head);
+        at = { height: block.height, hash: block.hash };
+        status.height = at.height;
       }
-      await commit(block, head);
-      at = { height: Number(block.number), hash: block.hash };
-      status.height = at.height;
+    } finally {
+      ahead.discard();
     }
     status.height = at.height;
     // Confirmations count from the head, which may move without a block of ours to process.
-    await db.transaction((tx) => release(tx, head));
+    await db.transaction((tx) => releaser.release(tx, head));
   }
 
   function loop(): Promise<void> {
     return runPolling({
       intervalMs: deps.pollIntervalMs,
-      maxBackoffMs,
+      maxBackoffMs: deps.maxBackoffMs ?? 30_000,
       sleeper,
       isRunning: () => running,
       status,
       round: async () => {
-        if (!(await holdLock())) return deps.lockRetryMs ?? 2_000;
+        const held = await lock.hold();
+        status.standby = !held;
+        if (!held) return deps.lockRetryMs ?? 2_000;
         await catchUp();
         return undefined;
       },
       onError: (message, retryInMs) => {
-        nextRelease = null; // a failed transaction may have rolled back what release() computed
+        releaser.forget();
         log.warn({ err: message, retryInMs }, 'node unreachable or failing; retrying');
       },
     });
@@ -401,23 +259,54 @@ export function createEvmFollower(deps: EvmFollowerDeps) {
 
   return {
     network: network.name,
-    status: (): FollowerStatus => ({ ...status }),
+    status: (): FollowerStatus => ({ ...status, standby: status.standby || lock.lost() }),
     start(): void {
       if (running) return;
       running = true;
       loopDone = loop();
     },
     /** Checks for a new head now (e.g. on a WebSocket newHeads message). */
-    wake,
+    wake: sleeper.wake,
     async stop(): Promise<void> {
       running = false;
-      wake();
+      sleeper.wake();
       await loopDone;
+      await lock.release();
+    },
+  };
+}
+
+export type Follower = ReturnType<typeof createFollower>;
+
+/**
+ * The network's follower lock across processes, when there is one (PostgreSQL): taken on the
+ * first round and held while the connection lives; lost, the follower stands by and retries.
+ */
+function networkLock(deps: Pick<FollowerDeps<unknown>, 'acquireLock'>, log: Logger) {
+  let lock: HeldLock | undefined;
+  let lost = false;
+  return {
+    /** True while this process may follow the network. */
+    async hold(): Promise<boolean> {
+      if (!deps.acquireLock) return true;
+      if (lock && !lost) return true;
+      lock = await deps.acquireLock();
+      if (!lock) return false;
+      lost = false;
+      const held = lock;
+      void held.lost.then(() => {
+        if (lock !== held) return;
+        lost = true;
+        log.warn('lost the follower lock; standing by');
+      });
+      log.info('following (holds the network lock)');
+      return true;
+    },
+    lost: () => lost,
+    async release(): Promise<void> {
       const held = lock;
       lock = undefined;
       await held?.release();
     },
   };
 }
-
-export type EvmFollower = ReturnType<typeof createEvmFollower>;

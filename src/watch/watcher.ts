@@ -1,11 +1,13 @@
 import type { Logger } from 'pino';
 import { createPublicClient, fallback, http, type PublicClient, webSocket } from 'viem';
-import { createTokenInfoCache, fetchBlockActivity } from '../chains/evm/activity.js';
+import { createTokenInfoCache } from '../chains/evm/activity.js';
+import { evmSource } from '../chains/evm/source.js';
 import type { NetworkCatalog } from '../chains/networks.js';
 import type { Db, Store } from '../store/db.js';
 import { SUBSCRIPTIONS_CHANNEL, type SubscriptionChange } from '../subscriptions/events.js';
 import type { AddressIndex } from './address-index.js';
-import { createEvmFollower, type EvmFollower, type FollowerStatus } from './follower.js';
+import { evmMatcher } from './evm-notifications.js';
+import { createFollower, type Follower, type FollowerStatus } from './follower.js';
 import { createEvmMempoolWatcher, type EvmMempoolWatcher, type MempoolStatus } from './mempool.js';
 
 export interface WatcherDeps {
@@ -44,7 +46,7 @@ export function evmClient(rpcUrls: string[]): PublicClient {
  * when its first subscription arrives. (Bitcoin, Algorand and Solana followers come later.)
  */
 export function createWatcher(deps: WatcherDeps) {
-  const followers = new Map<string, EvmFollower>();
+  const followers = new Map<string, Follower>();
   /** Beside each follower; it polls only while a subscription of its network wants the mempool. */
   const mempools = new Map<string, EvmMempoolWatcher>();
   let running = false;
@@ -62,13 +64,11 @@ export function createWatcher(deps: WatcherDeps) {
     if (network?.family !== 'evm' || network.rpcUrls.length === 0) return;
     const client = evmClient(network.rpcUrls);
     const tokens = createTokenInfoCache(client);
-    const follower = createEvmFollower({
+    const follower = createFollower({
       db: deps.db,
       network,
-      client,
-      index: deps.index,
-      fetchActivity: fetchBlockActivity,
-      tokens,
+      source: evmSource(client),
+      match: evmMatcher({ network, index: deps.index, tokens }),
       logger: deps.logger,
       pollIntervalMs: deps.pollIntervalMs,
       acquireLock: deps.tryLock ? () => deps.tryLock!(`follower:${name}`) : undefined,
@@ -97,7 +97,7 @@ export function createWatcher(deps: WatcherDeps) {
    * failure): viem's own reconnect loop prints its failures to the console. Returns a function
    * that ends the subscription at once, without waiting on the node.
    */
-  function subscribeToHeads(name: string, url: string, follower: EvmFollower): () => void {
+  function subscribeToHeads(name: string, url: string, follower: Follower): () => void {
     const log = deps.logger.child({ component: 'heads', network: name });
     let closed = false;
     let backoffMs = 1_000;

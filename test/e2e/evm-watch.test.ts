@@ -311,6 +311,56 @@ describe.each(backends)('watching an EVM chain (anvil) on %s', (backend) => {
     // Still no taller block: the follower walked back on seeing another hash at the same height.
     expect(await chain.getBlockNumber({ cacheTime: 0 })).toBe(height);
   });
+  test('a reorg keeps a transfer that is on both branches at the same height: neither withdrawn nor notified again', async () => {
+    const [alice, bob] = [addresses[1]!, addresses[2]!];
+    const stays = await send(1, bob, parseEther('10'));
+    const leaves = await send(2, alice, parseEther('11'));
+    expect(leaves.block).toBe(stays.block + 1n);
+    await receivedAtLeast(stays.hash, 2);
+    await receivedAtLeast(leaves.hash, 2);
+    const raw = (await chain.request({
+      method: 'eth_getRawTransactionByHash' as never,
+      params: [stays.hash] as never,
+    })) as Hex;
+
+    // Both blocks replaced: the first carries the same signed transaction again, the second
+    // another transfer by bob with the nonce of the one that leaves the chain (a double spend).
+    await chain.request({
+      method: 'anvil_reorg' as never,
+      params: [
+        2,
+        [
+          [raw, 0],
+          [{ from: bob, to: alice, value: `0x${parseEther('12').toString(16)}` }, 1],
+        ],
+      ] as never,
+    });
+    expect((await chain.getTransactionReceipt({ hash: stays.hash })).blockNumber).toBe(stays.block);
+    expect(await chain.getBlockNumber({ cacheTime: 0 })).toBe(leaves.block);
+
+    const withdrawals = (await receivedAtLeast(leaves.hash, 4)).filter((b) => b.reorg === true);
+    expect(withdrawals).toHaveLength(2);
+    const replacement = await waitFor(() => {
+      const bodies = receiver.requests
+        .map((r) => JSON.parse(r.body) as Body)
+        .filter((b) => b.amount === '-12' && b.reorg === undefined);
+      return bodies.length >= 2 ? bodies : undefined;
+    }, 'the double spend notified');
+    for (const body of replacement) {
+      expect(body).toMatchObject({ address: bob, counterAddress: alice, blockNumber: Number(leaves.block) });
+    }
+    // The withdrawals and the double spend were written in the reorganisation's transaction: had
+    // the transfer on both branches been withdrawn or notified again, the log would show it now.
+    for (const watched of [alice, bob]) {
+      const log = await d.logged(subs.get(watched)!.id);
+      const ofStays = log.filter((n) => n.payload.txId === stays.hash);
+      expect(ofStays).toHaveLength(1);
+      expect(ofStays[0]!.payload.reorg).toBeUndefined();
+      expect(ofStays[0]!.payload.blockNumber).toBe(Number(stays.block));
+      expect(log.filter((n) => n.payload.txId === leaves.hash && n.payload.reorg === true)).toHaveLength(1);
+    }
+    expect(received(stays.hash)).toHaveLength(2);
+  });
   test('a reorg to a lower head with another hash: the node has no block at our height, we walk back at once', async () => {
     const [alice, bob] = [addresses[1]!, addresses[2]!];
     const first = await send(1, bob, parseEther('7'));

@@ -1,0 +1,40 @@
+import { BlockNotFoundError, type PublicClient } from 'viem';
+import type { BlockSource } from '../source.js';
+import { fetchBlockActivity } from './activity.js';
+import type { EvmBlockActivity } from './types.js';
+
+export type FetchEvmActivity = (client: PublicClient, number: bigint) => Promise<EvmBlockActivity>;
+
+/** undefined where the node has no block at that height (a chain shorter than asked). */
+async function unlessMissing<T>(read: Promise<T>): Promise<T | undefined> {
+  try {
+    return await read;
+  } catch (err) {
+    if (err instanceof BlockNotFoundError) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * An EVM network as a block source: the latest block's header for the tip (its hash shows a tip
+ * replaced at the same height), and each block with its receipts as transfers.
+ */
+export function evmSource(
+  client: PublicClient,
+  fetchActivity: FetchEvmActivity = fetchBlockActivity,
+): BlockSource<EvmBlockActivity> {
+  return {
+    async tip() {
+      const latest = await client.getBlock({ blockTag: 'latest' });
+      return { height: Number(latest.number), hash: latest.hash };
+    },
+    async block(height) {
+      const activity = await unlessMissing(fetchActivity(client, BigInt(height)));
+      if (!activity) return undefined;
+      return { height, hash: activity.hash, parentHash: activity.parentHash, activity };
+    },
+    async hashAt(height) {
+      return (await unlessMissing(client.getBlock({ blockNumber: BigInt(height) })))?.hash;
+    },
+  };
+}

@@ -1,0 +1,94 @@
+import { and, eq, gt, lt } from 'drizzle-orm';
+import type { Db } from '../store/db.js';
+import { chainCursors, chainHeaders } from './schema.js';
+
+/** Headers kept per network: a reorganisation deeper than this is not followed. */
+export const KEPT_HEADERS = 128;
+
+/** The last block processed. */
+export interface Cursor {
+  height: number;
+  hash: string;
+}
+
+export interface Header extends Cursor {
+  parentHash: string;
+}
+
+/**
+ * A network's durable place in its chain: the cursor and the headers of the last blocks
+ * processed, which is all a reorganisation needs to find the common ancestor.
+ */
+export function chainState(db: Db, network: string) {
+  const ofNetwork = eq(chainHeaders.network, network);
+
+  return {
+    async cursor(): Promise<Cursor | undefined> {
+      const [row] = await db.select().from(chainCursors).where(eq(chainCursors.network, network));
+      return row ? { height: row.height, hash: row.hash } : undefined;
+    },
+
+    /** The first cursor of a network; a concurrent first start keeps whichever came first. */
+    async initialise(block: Header): Promise<Cursor> {
+      await db.transaction(async (tx) => {
+        await tx
+          .insert(chainCursors)
+          .values({ network, height: block.height, hash: block.hash, updatedAt: new Date() })
+          .onConflictDoNothing();
+        await tx
+          .insert(chainHeaders)
+          .values({ network, ...block })
+          .onConflictDoNothing();
+      });
+      return (await this.cursor())!;
+    },
+
+    async storedHash(height: number): Promise<string | undefined> {
+      const [row] = await db
+        .select({ hash: chainHeaders.hash })
+        .from(chainHeaders)
+        .where(and(ofNetwork, eq(chainHeaders.height, height)));
+      return row?.hash;
+    },
+
+    /** Hashes of the blocks processed above a height: what a reorganisation there orphans. */
+    async hashesAbove(height: number): Promise<string[]> {
+      const rows = await db
+        .select({ hash: chainHeaders.hash })
+        .from(chainHeaders)
+        .where(and(ofNetwork, gt(chainHeaders.height, height)));
+      return rows.map((r) => r.hash);
+    },
+
+    /** Within the caller's transaction: the block is processed; the cursor moves onto it. */
+    async advance(tx: Db, block: Header): Promise<void> {
+      const { height, hash, parentHash } = block;
+      await tx
+        .insert(chainHeaders)
+        .values({ network, height, hash, parentHash })
+        .onConflictDoUpdate({
+          target: [chainHeaders.network, chainHeaders.height],
+          set: { hash, parentHash },
+        });
+      // Old headers are pruned now and then, not on every block.
+      if (height % 32 === 0) {
+        await tx.delete(chainHeaders).where(and(ofNetwork, lt(chainHeaders.height, height - KEPT_HEADERS)));
+      }
+      await tx
+        .update(chainCursors)
+        .set({ height, hash, updatedAt: new Date() })
+        .where(eq(chainCursors.network, network));
+    },
+
+    /** Within the caller's transaction: forgets the blocks above the ancestor and moves back to it. */
+    async rewind(tx: Db, ancestor: Cursor): Promise<void> {
+      await tx.delete(chainHeaders).where(and(ofNetwork, gt(chainHeaders.height, ancestor.height)));
+      await tx
+        .update(chainCursors)
+        .set({ height: ancestor.height, hash: ancestor.hash, updatedAt: new Date() })
+        .where(eq(chainCursors.network, network));
+    },
+  };
+}
+
+export type ChainState = ReturnType<typeof chainState>;
