@@ -2,6 +2,7 @@ import { isAddress as isSolanaAddress } from '@solana/kit';
 import algosdk from 'algosdk';
 import { address as btcAddress } from 'bitcoinjs-lib';
 import { getAddress, isAddress as isEvmAddress } from 'viem';
+import { type BitcoinChain, bitcoinParams } from './bitcoin/params.js';
 import type { Family } from './networks.js';
 
 export type AddressCheck = { ok: true; address: string } | { ok: false; reason: string };
@@ -17,8 +18,9 @@ function evm(input: string): AddressCheck {
   return { ok: true, address: getAddress(input) };
 }
 
-function bitcoin(input: string): AddressCheck {
-  if (/^(bc1|BC1)/.test(input)) {
+function bitcoin(input: string, chain: BitcoinChain = 'mainnet'): AddressCheck {
+  const params = bitcoinParams(chain);
+  if (input.toLowerCase().startsWith(`${params.bech32}1`)) {
     // Bech32 is case-insensitive but must not mix cases; it is normalised to lower case.
     if (input !== input.toLowerCase() && input !== input.toUpperCase())
       return { ok: false, reason: 'mixes upper and lower case' };
@@ -26,7 +28,7 @@ function bitcoin(input: string): AddressCheck {
       const lower = input.toLowerCase();
       const decoded = btcAddress.fromBech32(lower);
       const validProgram =
-        decoded.prefix === 'bc' &&
+        decoded.prefix === params.bech32 &&
         ((decoded.version === 0 && (decoded.data.length === 20 || decoded.data.length === 32)) ||
           (decoded.version >= 1 &&
             decoded.version <= 16 &&
@@ -34,18 +36,21 @@ function bitcoin(input: string): AddressCheck {
             decoded.data.length <= 40));
       return validProgram
         ? { ok: true, address: lower }
-        : { ok: false, reason: 'is not a valid mainnet segwit address' };
+        : { ok: false, reason: `is not a valid ${chain} segwit address` };
     } catch {
       return { ok: false, reason: 'is not valid bech32/bech32m (checksum or characters)' };
     }
   }
   try {
     const decoded = btcAddress.fromBase58Check(input);
-    if ((decoded.version === 0x00 || decoded.version === 0x05) && decoded.hash.length === 20)
+    if (
+      (decoded.version === params.pubKeyHash || decoded.version === params.scriptHash) &&
+      decoded.hash.length === 20
+    )
       return { ok: true, address: input };
-    return { ok: false, reason: 'is not a mainnet P2PKH (1…) or P2SH (3…) address' };
+    return { ok: false, reason: `is not a ${chain} P2PKH or P2SH address` };
   } catch {
-    return { ok: false, reason: 'is not a valid Bitcoin address (bech32 bc1… or base58check)' };
+    return { ok: false, reason: `is not a valid Bitcoin address (bech32 ${params.bech32}1… or base58check)` };
   }
 }
 
@@ -65,11 +70,19 @@ function solana(input: string): AddressCheck {
     : { ok: false, reason: 'is not a Solana address (base58, 32 bytes)' };
 }
 
-const CHECKS: Record<Family, (input: string) => AddressCheck> = { evm, bitcoin, algorand, solana };
+const CHECKS: Record<Family, (input: string, bitcoinChain?: BitcoinChain) => AddressCheck> = {
+  evm,
+  bitcoin,
+  algorand,
+  solana,
+};
 
-/** Validates an address for a chain family and returns its normal form (EIP-55, lower-case bech32). */
-export function normalizeAddress(family: Family, input: string): AddressCheck {
+/**
+ * Validates an address for a chain family and returns its normal form (EIP-55, lower-case
+ * bech32). A Bitcoin network's addresses carry its chain's prefixes (mainnet by default).
+ */
+export function normalizeAddress(family: Family, input: string, bitcoinChain?: BitcoinChain): AddressCheck {
   const trimmed = input.trim();
   if (trimmed === '' || trimmed.length > 128) return { ok: false, reason: 'is empty or too long' };
-  return CHECKS[family](trimmed);
+  return CHECKS[family](trimmed, bitcoinChain);
 }

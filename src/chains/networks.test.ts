@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { type Network as btcNetwork, networks as btcNetworks, payments } from 'bitcoinjs-lib';
 import { afterAll, describe, expect, test } from 'vitest';
 import { loadConfig } from '../config.js';
 import { ConfigError } from '../errors.js';
@@ -314,5 +315,83 @@ describe('the node API of a Bitcoin network', () => {
     expect(() => loadNetworks({ LEDGERHOOK_API_BTC: 'electrum' })).toThrow(ConfigError);
     expect(() => loadNetworks({ LEDGERHOOK_API_BTC: 'electrum' })).toThrow(/LEDGERHOOK_API_BTC/);
     expect(() => loadNetworks({ LEDGERHOOK_API_ETH: 'esplora' })).toThrow(/LEDGERHOOK_API_ETH/);
+  });
+});
+
+describe('Bitcoin test chains (bitcoinChain)', () => {
+  // One key's addresses on each chain, made with bitcoinjs-lib from the same 20-byte hash.
+  const hash = Buffer.alloc(20, 7);
+  const addressesOf = (params: btcNetwork) => ({
+    p2pkh: payments.p2pkh({ hash, network: params }).address!,
+    p2sh: payments.p2sh({ hash, network: params }).address!,
+    p2wpkh: payments.p2wpkh({ hash, network: params }).address!,
+  });
+  const mainnet = addressesOf(btcNetworks.bitcoin);
+  const testnet = addressesOf(btcNetworks.testnet);
+  const regtest = addressesOf(btcNetworks.regtest);
+
+  test('a regtest and a testnet network take their own prefixes and refuse the others', () => {
+    const catalog = loadNetworks({
+      LEDGERHOOK_CONFIG: configFile({
+        networks: {
+          BTCREG: {
+            family: 'bitcoin',
+            bitcoinChain: 'regtest',
+            symbol: 'BTC',
+            decimals: 8,
+            rpc: 'http://127.0.0.1:18443',
+          },
+          TBTC: {
+            family: 'bitcoin',
+            bitcoinChain: 'testnet',
+            symbol: 'tBTC',
+            decimals: 8,
+            rpc: 'http://127.0.0.1:18332',
+          },
+        },
+      }),
+    });
+    const reg = catalog.find('BTCREG')!;
+    const test3 = catalog.find('TBTC')!;
+    expect(reg.bitcoinChain).toBe('regtest');
+    expect(reg.addressFormat).toMatch(/bcrt1/);
+    expect(catalog.find('BTC')!.bitcoinChain).toBeUndefined();
+    for (const address of Object.values(regtest)) {
+      expect(normalizeAddress('bitcoin', address, reg.bitcoinChain)).toEqual({ ok: true, address });
+    }
+    for (const address of Object.values(testnet)) {
+      expect(normalizeAddress('bitcoin', address, test3.bitcoinChain)).toEqual({ ok: true, address });
+    }
+    // Base58 versions are shared by testnet and regtest; bech32 prefixes are not.
+    expect(normalizeAddress('bitcoin', testnet.p2wpkh, 'regtest').ok).toBe(false);
+    expect(normalizeAddress('bitcoin', regtest.p2wpkh, 'testnet').ok).toBe(false);
+    for (const address of Object.values(mainnet)) {
+      expect(normalizeAddress('bitcoin', address, 'regtest').ok).toBe(false);
+      expect(normalizeAddress('bitcoin', address).ok).toBe(true);
+    }
+    for (const address of Object.values(testnet)) expect(normalizeAddress('bitcoin', address).ok).toBe(false);
+    expect(normalizeAddress('bitcoin', regtest.p2wpkh.toUpperCase(), 'regtest')).toEqual({
+      ok: true,
+      address: regtest.p2wpkh,
+    });
+  });
+
+  test('an unknown chain, or bitcoinChain on another family, is a configuration error naming the field', () => {
+    const unknown = configError(() =>
+      loadNetworks({
+        LEDGERHOOK_CONFIG: configFile({
+          networks: {
+            BTCX: { family: 'bitcoin', bitcoinChain: 'signet3', symbol: 'BTC', rpc: 'http://127.0.0.1:1' },
+          },
+        }),
+      }),
+    );
+    expect(unknown.message).toMatch(/networks\.BTCX\.bitcoinChain/);
+    const onEvm = configError(() =>
+      loadNetworks({
+        LEDGERHOOK_CONFIG: configFile({ networks: { ETH: { bitcoinChain: 'testnet' } } }),
+      }),
+    );
+    expect(onEvm.message).toMatch(/networks\.ETH\.bitcoinChain/);
   });
 });

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { ConfigError } from '../errors.js';
+import { BITCOIN_CHAINS, type BitcoinChain, bitcoinAddressFormat } from './bitcoin/params.js';
 
 export type Family = 'evm' | 'bitcoin' | 'algorand' | 'solana';
 export const FAMILIES: readonly Family[] = ['evm', 'bitcoin', 'algorand', 'solana'];
@@ -22,6 +23,8 @@ export interface Network {
   indexerUrls: string[];
   /** The node API where a family has several: Bitcoin 'esplora' (REST, the default) or 'bitcoind' (JSON-RPC). */
   api?: string;
+  /** Bitcoin only: whose address prefixes the network uses (mainnet unless configured). */
+  bitcoinChain?: BitcoinChain;
   /** How addresses are written, for error messages. */
   addressFormat: string;
   /** Confirmations a subscription waits for unless it asks otherwise. */
@@ -32,7 +35,7 @@ export type NetworkDefaults = Omit<Network, 'addressFormat' | 'defaultConfirmati
 
 const ADDRESS_FORMATS: Record<Family, string> = {
   evm: '0x followed by 40 hex characters (EIP-55 checksum if mixed case)',
-  bitcoin: 'a mainnet bech32/bech32m (bc1…) or base58check (1…, 3…) address',
+  bitcoin: bitcoinAddressFormat('mainnet'),
   algorand: '58 base32 characters with checksum',
   solana: 'a base58 public key (32 bytes)',
 };
@@ -145,6 +148,7 @@ interface FileNetwork {
   aliases?: string[];
   confirmations?: number;
   api?: string;
+  bitcoinChain?: string;
 }
 
 function urls(value: unknown, where: string): string[] {
@@ -166,7 +170,7 @@ function withDerived(n: NetworkDefaults & { confirmations?: number }, confirmati
   const { confirmations: _fromFile, ...defaults } = n;
   return {
     ...defaults,
-    addressFormat: ADDRESS_FORMATS[n.family],
+    addressFormat: n.family === 'bitcoin' ? bitcoinAddressFormat(n.bitcoinChain) : ADDRESS_FORMATS[n.family],
     defaultConfirmations: confirmations ?? DEFAULT_CONFIRMATIONS[n.family],
   };
 }
@@ -216,6 +220,15 @@ export function loadNetworks(
       if (spec.chainId !== undefined && (!Number.isInteger(spec.chainId) || spec.chainId <= 0)) {
         throw new ConfigError(where, 'chainId must be a positive integer');
       }
+      if (
+        spec.bitcoinChain !== undefined &&
+        !(family === 'bitcoin' && (BITCOIN_CHAINS as readonly string[]).includes(spec.bitcoinChain))
+      ) {
+        throw new ConfigError(
+          `${where}.bitcoinChain`,
+          `must be one of ${BITCOIN_CHAINS.join(', ')}, for a Bitcoin network`,
+        );
+      }
       const symbol = spec.symbol ?? base?.symbol;
       if (!symbol) throw new ConfigError(where, 'needs a symbol (the native asset, e.g. ETH)');
       const rpcUrls = spec.rpc !== undefined ? urls(spec.rpc, `${where}.rpc`) : (base?.rpcUrls ?? []);
@@ -233,6 +246,9 @@ export function loadNetworks(
           spec.indexer !== undefined ? urls(spec.indexer, `${where}.indexer`) : (base?.indexerUrls ?? []),
         confirmations: spec.confirmations,
         ...((spec.api ?? base?.api) === undefined ? {} : { api: spec.api ?? base?.api }),
+        ...((spec.bitcoinChain ?? base?.bitcoinChain) === undefined
+          ? {}
+          : { bitcoinChain: (spec.bitcoinChain ?? base?.bitcoinChain) as BitcoinChain }),
       });
     }
   }

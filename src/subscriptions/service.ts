@@ -276,7 +276,7 @@ export function createSubscriptions(deps: {
           detail: `is not a configured network; use one of ${networks.names().join(', ')}`,
         });
       } else {
-        const check = normalizeAddress(network.family, input.attr.address);
+        const check = normalizeAddress(network.family, input.attr.address, network.bitcoinChain);
         if (check.ok) address = check.address;
         else
           errors.push({
