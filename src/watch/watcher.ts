@@ -1,13 +1,15 @@
 import type { Logger } from 'pino';
-import { createPublicClient, fallback, http, type PublicClient, webSocket } from 'viem';
+import { createPublicClient, fallback, http, type PublicClient } from 'viem';
 import { createTokenInfoCache } from '../chains/evm/activity.js';
 import { evmSource } from '../chains/evm/source.js';
-import type { NetworkCatalog } from '../chains/networks.js';
+import type { Network, NetworkCatalog } from '../chains/networks.js';
+import type { BlockSource } from '../chains/source.js';
 import type { Db, Store } from '../store/db.js';
 import { SUBSCRIPTIONS_CHANNEL, type SubscriptionChange } from '../subscriptions/events.js';
 import type { AddressIndex } from './address-index.js';
+import { subscribeToHeads } from './evm-heads.js';
 import { evmMatcher } from './evm-notifications.js';
-import { createFollower, type Follower, type FollowerStatus } from './follower.js';
+import { type BlockMatcher, createFollower, type Follower, type FollowerStatus } from './follower.js';
 import { createEvmMempoolWatcher, type EvmMempoolWatcher, type MempoolStatus } from './mempool.js';
 
 export interface WatcherDeps {
@@ -24,14 +26,6 @@ export interface WatcherDeps {
   listen?: Store['listen'];
 }
 
-interface WebSocketSubscriber {
-  subscribe(args: {
-    params: ['newHeads'];
-    onData: (data: unknown) => void;
-    onError: (err: Error) => void;
-  }): Promise<{ unsubscribe: () => Promise<unknown> }>;
-}
-
 export function evmClient(rpcUrls: string[]): PublicClient {
   const transports = rpcUrls.map((url) => http(url, { timeout: 10_000, retryCount: 0 }));
   // cacheTime 0: viem would otherwise answer getBlockNumber from a 4 s cache, delaying every block.
@@ -42,8 +36,9 @@ export function evmClient(rpcUrls: string[]): PublicClient {
 }
 
 /**
- * Runs one follower per EVM network that has watched addresses, starting a network's follower
- * when its first subscription arrives. (Bitcoin, Algorand and Solana followers come later.)
+ * Runs one follower per network that has watched addresses, starting a network's follower when
+ * its first subscription arrives: EVM networks with a mempool watcher beside it. (Algorand and
+ * Solana are not followed yet.)
  */
 export function createWatcher(deps: WatcherDeps) {
   const followers = new Map<string, Follower>();
@@ -58,23 +53,58 @@ export function createWatcher(deps: WatcherDeps) {
     if (change.type === 'upsert') follow(change.subscription.network);
   }
 
+  /** Starts the network's follower (and the family's companions) when its first subscription comes. */
   function follow(name: string): void {
     if (!running || followers.has(name)) return;
     const network = deps.networks.find(name);
-    if (network?.family !== 'evm' || network.rpcUrls.length === 0) return;
-    const client = evmClient(network.rpcUrls);
-    const tokens = createTokenInfoCache(client);
+    if (!network || network.rpcUrls.length === 0) return;
+    switch (network.family) {
+      case 'evm':
+        return followEvm(network);
+      default:
+        return notFollowed(network);
+    }
+  }
+
+  const warnedUnfollowed = new Set<string>();
+  /** Subscriptions of a family not watched yet are kept; the log says so, once per network. */
+  function notFollowed(network: Network): void {
+    if (warnedUnfollowed.has(network.name)) return;
+    warnedUnfollowed.add(network.name);
+    deps.logger.warn(
+      { network: network.name, family: network.family },
+      'watching this family is not built yet: its subscriptions are kept but nothing is notified',
+    );
+  }
+
+  function startFollower<Activity>(
+    network: Network,
+    source: BlockSource<Activity>,
+    match: BlockMatcher<Activity>,
+  ): Follower {
     const follower = createFollower({
       db: deps.db,
       network,
-      source: evmSource(client),
-      match: evmMatcher({ network, index: deps.index, tokens }),
+      source,
+      match,
       logger: deps.logger,
       pollIntervalMs: deps.pollIntervalMs,
-      acquireLock: deps.tryLock ? () => deps.tryLock!(`follower:${name}`) : undefined,
+      acquireLock: deps.tryLock ? () => deps.tryLock!(`follower:${network.name}`) : undefined,
     });
-    followers.set(name, follower);
+    followers.set(network.name, follower);
     follower.start();
+    return follower;
+  }
+
+  /** An EVM network: its follower, its mempool watcher, and newHeads when there is a WebSocket. */
+  function followEvm(network: Network): void {
+    const client = evmClient(network.rpcUrls);
+    const tokens = createTokenInfoCache(client);
+    const follower = startFollower(
+      network,
+      evmSource(client),
+      evmMatcher({ network, index: deps.index, tokens }),
+    );
     const mempool = createEvmMempoolWatcher({
       db: deps.db,
       network,
@@ -85,83 +115,12 @@ export function createWatcher(deps: WatcherDeps) {
       pollIntervalMs: deps.pollIntervalMs,
       isFollowing: () => !follower.status().standby,
     });
-    mempools.set(name, mempool);
+    mempools.set(network.name, mempool);
     mempool.start();
-    if (network.wsUrls.length > 0)
-      headSubscriptions.set(name, subscribeToHeads(name, network.wsUrls[0]!, follower));
-  }
-
-  /**
-   * New heads by WebSocket (`newHeads`) wake the follower at once; polling stays the floor, so a
-   * dropped socket only costs latency. Reconnection is ours (with backoff, logged once per
-   * failure): viem's own reconnect loop prints its failures to the console. Returns a function
-   * that ends the subscription at once, without waiting on the node.
-   */
-  function subscribeToHeads(name: string, url: string, follower: Follower): () => void {
-    const log = deps.logger.child({ component: 'heads', network: name });
-    let closed = false;
-    let backoffMs = 1_000;
-    /** This attempt's socket, taken when it was made: viem caches sockets by URL. */
-    let current: Promise<{ close(): void }> | undefined;
-    let retry: NodeJS.Timeout | undefined;
-
-    /**
-     * Closing the socket ends its subscriptions on the node. No eth_unsubscribe: over a socket
-     * that died it is never answered, and viem would wait for the answer forever.
-     */
-    const drop = () => {
-      const socket = current;
-      current = undefined;
-      void socket?.then((rpc) => rpc.close()).catch(() => {});
-    };
-    const reconnectLater = (why: string) => {
-      if (closed || retry) return;
-      log.warn({ err: why, retryInMs: backoffMs }, 'newHeads unavailable; following by polling meanwhile');
-      drop();
-      retry = setTimeout(() => {
-        retry = undefined;
-        connect();
-      }, backoffMs);
-      retry.unref();
-      backoffMs = Math.min(60_000, backoffMs * 2);
-    };
-    function connect(): void {
-      if (closed) return;
-      const transport = createPublicClient({
-        transport: webSocket(url, { reconnect: false, keepAlive: true, retryCount: 0 }),
-      }).transport as unknown as WebSocketSubscriber & { getRpcClient(): Promise<{ close(): void }> };
-      const socket = transport.getRpcClient();
-      current = socket;
-      transport
-        .subscribe({
-          params: ['newHeads'],
-          onData: () => follower.wake(),
-          onError: (err: Error) => {
-            if (current === socket) reconnectLater(err.message);
-          },
-        })
-        .then(
-          () => {
-            // Closed or replaced while subscribing: this socket is no longer anyone's.
-            if (current !== socket) {
-              void socket.then((rpc) => rpc.close()).catch(() => {});
-              return;
-            }
-            backoffMs = 1_000;
-            // Blocks mined while the subscription was being set up brought no event: look now.
-            follower.wake();
-          },
-          (err: Error) => {
-            if (current === socket) reconnectLater(err.message);
-          },
-        );
+    if (network.wsUrls.length > 0) {
+      const logger = deps.logger.child({ network: network.name });
+      headSubscriptions.set(network.name, subscribeToHeads(network.wsUrls[0]!, follower.wake, logger));
     }
-    connect();
-    return () => {
-      closed = true;
-      if (retry) clearTimeout(retry);
-      drop();
-    };
   }
 
   return {
