@@ -90,14 +90,17 @@ function noteOf(scriptHexes: (string | undefined)[]): string | null {
 // ---------------------------------------------------------------------------------------------
 // Reading the node's JSON (integers arrive as bigint, other numbers as their decimal text).
 
-type Json = Record<string, unknown>;
-const isObject = (value: unknown): value is Json =>
+export type Json = Record<string, unknown>;
+export const isObject = (value: unknown): value is Json =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
-const asArray = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
-const asString = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
-const asBigint = (value: unknown): bigint | undefined => (typeof value === 'bigint' ? value : undefined);
+export const asArray = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
+export const asString = (value: unknown): string | undefined =>
+  typeof value === 'string' ? value : undefined;
+export const asBigint = (value: unknown): bigint | undefined =>
+  typeof value === 'bigint' ? value : undefined;
 
-function unexpected(url: string, what: string): UpstreamUnavailableError {
+/** The node's answer did not fit: an UpstreamUnavailableError naming the node's host. */
+export function unexpected(url: string, what: string): UpstreamUnavailableError {
   return new UpstreamUnavailableError(`The node at ${new URL(url).host} answered ${what}`);
 }
 
@@ -248,33 +251,31 @@ export interface BitcoindLookupOptions {
   auth?: { username: string; password: string };
 }
 
-interface RpcCall {
+export interface RpcCall {
   method: string;
   params: unknown[];
 }
-type RpcAnswer = { result: unknown } | { error: { code: bigint | undefined; message: string } };
+export type RpcAnswer = { result: unknown } | { error: { code: bigint | undefined; message: string } };
 
 /** "No such mempool or blockchain transaction" / "Block not found". */
 const RPC_INVALID_ADDRESS_OR_KEY = -5n;
 /** Calls per JSON-RPC batch, so that a transaction with many inputs does not make one huge request. */
 const BATCH_SIZE = 100;
 
+export interface BitcoindRpc {
+  /** The node's URL without credentials, for messages. */
+  endpoint: string;
+  /** The calls' answers in call order, sent as JSON-RPC batches of at most BATCH_SIZE calls. */
+  batch(calls: RpcCall[]): Promise<RpcAnswer[]>;
+}
+
 /**
- * Lookup through bitcoind's JSON-RPC (the node needs `txindex=1` to find confirmed transactions):
- * - `getrawtransaction txid true` — the transaction; error -5 → unknown.
- * - `getblock blockhash 1` — height, time and the block's txids (the index is intraRoundOffset).
- *   One call instead of getblockheader + getblock: verbosity 1 carries the height too. A block
- *   not found (-5, a reorganisation in progress) leaves height and offset null, the view not final.
- * - `getrawtransaction prevtxid true` for each distinct transaction the inputs spend: the value
- *   (for the fee) and the address (for the sender) of each spent output. A previous transaction
- *   the node cannot find leaves the fee (and, for the first input, the sender) null.
- * - `getblockhash 0` — the genesis hash, read once.
- * Every request is a JSON-RPC batch, even of one call: bitcoind answers a batch with HTTP 200 and
- * per-call errors in every version, whereas a single failing call gets HTTP 500 (before Core 28,
- * or with JSON-RPC 1.0), which cannot be told from a node failure. Confirmations come from
- * getrawtransaction's `confirmations`.
+ * A JSON-RPC client for bitcoind. Every request is a batch, even of one call: bitcoind answers a
+ * batch with HTTP 200 and per-call errors in every version, whereas a single failing call gets
+ * HTTP 500 (before Core 28, or with JSON-RPC 1.0), which cannot be told from a node failure.
+ * Credentials in the URL (`http://user:pass@host:8332`) become Basic auth unless `auth` is given.
  */
-export function createBitcoindLookup(options: BitcoindLookupOptions): TransactionLookup {
+export function createBitcoindRpc(options: BitcoindLookupOptions): BitcoindRpc {
   const url = new URL(options.url);
   let auth = options.auth;
   if (!auth && (url.username || url.password)) {
@@ -318,6 +319,25 @@ export function createBitcoindLookup(options: BitcoindLookupOptions): Transactio
     }
     return answers;
   }
+
+  return { endpoint, batch };
+}
+
+/**
+ * Lookup through bitcoind's JSON-RPC (the node needs `txindex=1` to find confirmed transactions):
+ * - `getrawtransaction txid true` — the transaction; error -5 → unknown.
+ * - `getblock blockhash 1` — height, time and the block's txids (the index is intraRoundOffset).
+ *   One call instead of getblockheader + getblock: verbosity 1 carries the height too. A block
+ *   not found (-5, a reorganisation in progress) leaves height and offset null, the view not final.
+ * - `getrawtransaction prevtxid true` for each distinct transaction the inputs spend: the value
+ *   (for the fee) and the address (for the sender) of each spent output. A previous transaction
+ *   the node cannot find leaves the fee (and, for the first input, the sender) null.
+ * - `getblockhash 0` — the genesis hash, read once.
+ * Every request is a JSON-RPC batch (see createBitcoindRpc). Confirmations come from
+ * getrawtransaction's `confirmations`.
+ */
+export function createBitcoindLookup(options: BitcoindLookupOptions): TransactionLookup {
+  const { endpoint, batch } = createBitcoindRpc(options);
 
   /** The result, or undefined for error -5 (not found); any other error is the node's failure. */
   function resultOf(answer: RpcAnswer | undefined, call: string): unknown {
@@ -401,7 +421,7 @@ export function createBitcoindLookup(options: BitcoindLookupOptions): Transactio
  * `addresses` (older releases). Older releases also list a P2PKH address for a bare pubkey and
  * one per key of a bare multisig: those are not addresses the output pays to, so they are skipped.
  */
-function addressOf(scriptPubKey: unknown): string | null {
+export function addressOf(scriptPubKey: unknown): string | null {
   if (!isObject(scriptPubKey)) return null;
   const address = asString(scriptPubKey.address);
   if (address) return address;
