@@ -1,5 +1,7 @@
 import type { Logger } from 'pino';
 import { createPublicClient, fallback, http, type PublicClient } from 'viem';
+import { bitcoinParams } from '../chains/bitcoin/params.js';
+import { createBitcoinSource } from '../chains/bitcoin/source.js';
 import { createTokenInfoCache } from '../chains/evm/activity.js';
 import { evmSource } from '../chains/evm/source.js';
 import type { Network, NetworkCatalog } from '../chains/networks.js';
@@ -7,6 +9,7 @@ import type { BlockSource } from '../chains/source.js';
 import type { Db, Store } from '../store/db.js';
 import { SUBSCRIPTIONS_CHANNEL, type SubscriptionChange } from '../subscriptions/events.js';
 import type { AddressIndex } from './address-index.js';
+import { bitcoinMatcher } from './bitcoin-notifications.js';
 import { subscribeToHeads } from './evm-heads.js';
 import { evmMatcher } from './evm-notifications.js';
 import { type BlockMatcher, createFollower, type Follower, type FollowerStatus } from './follower.js';
@@ -37,8 +40,8 @@ export function evmClient(rpcUrls: string[]): PublicClient {
 
 /**
  * Runs one follower per network that has watched addresses, starting a network's follower when
- * its first subscription arrives: EVM networks with a mempool watcher beside it. (Algorand and
- * Solana are not followed yet.)
+ * its first subscription arrives: EVM networks with a mempool watcher beside it, Bitcoin networks
+ * through Esplora or Bitcoin Core. (Algorand and Solana are not followed yet.)
  */
 export function createWatcher(deps: WatcherDeps) {
   const followers = new Map<string, Follower>();
@@ -61,6 +64,16 @@ export function createWatcher(deps: WatcherDeps) {
     switch (network.family) {
       case 'evm':
         return followEvm(network);
+      case 'bitcoin':
+        return void startFollower(
+          network,
+          createBitcoinSource({
+            url: network.rpcUrls[0]!,
+            network: bitcoinParams(network.bitcoinChain),
+            api: network.api,
+          }),
+          bitcoinMatcher({ network, index: deps.index }),
+        );
       default:
         return notFollowed(network);
     }

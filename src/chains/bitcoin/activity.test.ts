@@ -3,16 +3,11 @@
  * and address decoding on published vectors. The same functions run on real blocks in
  * source.test.ts.
  */
+
 import { address as btcAddress, networks, payments } from 'bitcoinjs-lib';
 import { describe, expect, it } from 'vitest';
-import {
-  addressesOf,
-  addressOfScript,
-  BITCOIN_NETWORKS,
-  type BitcoinTransaction,
-  formatBtc,
-  netChange,
-} from './activity.js';
+import { addressesOf, addressOfScript, type BitcoinTransaction, formatBtc, netChange } from './activity.js';
+import { bitcoinParams } from './params.js';
 
 const BTC = 100_000_000n;
 const script = (hex: string) => Buffer.from(hex, 'hex');
@@ -42,10 +37,10 @@ describe('addressOfScript', () => {
 
   it('uses the network prefixes of testnet and regtest', () => {
     const p2wpkh = script(`0014${HASH20}`);
-    expect(addressOfScript(p2wpkh, BITCOIN_NETWORKS.testnet)).toBe(
+    expect(addressOfScript(p2wpkh, bitcoinParams('testnet'))).toBe(
       'tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx',
     );
-    expect(addressOfScript(p2wpkh, BITCOIN_NETWORKS.regtest)).toMatch(/^bcrt1q/);
+    expect(addressOfScript(p2wpkh, bitcoinParams('regtest'))).toMatch(/^bcrt1q/);
     expect(addressOfScript(script(TAPROOT), networks.testnet)).toMatch(/^tb1p/);
     const p2pkh = addressOfScript(script(`76a914${HASH20}88ac`), networks.testnet)!;
     expect(p2pkh).toMatch(/^[mn]/);

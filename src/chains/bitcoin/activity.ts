@@ -26,14 +26,6 @@ export interface BitcoinTransaction {
 /** A block's transactions, in block order. */
 export type BitcoinActivity = BitcoinTransaction[];
 
-/** The bitcoinjs-lib networks by the names a configuration uses (signet shares testnet's prefixes). */
-export const BITCOIN_NETWORKS: Readonly<Record<'mainnet' | 'testnet' | 'signet' | 'regtest', Network>> = {
-  mainnet: networks.bitcoin,
-  testnet: networks.testnet,
-  signet: networks.testnet,
-  regtest: networks.regtest,
-};
-
 const OP_1 = 0x51;
 const OP_16 = 0x60;
 
