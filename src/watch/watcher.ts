@@ -61,22 +61,9 @@ export function createWatcher(deps: WatcherDeps) {
     if (!running || followers.has(name)) return;
     const network = deps.networks.find(name);
     if (!network || network.rpcUrls.length === 0) return;
-    switch (network.family) {
-      case 'evm':
-        return followEvm(network);
-      case 'bitcoin':
-        return void startFollower(
-          network,
-          createBitcoinSource({
-            url: network.rpcUrls[0]!,
-            network: bitcoinParams(network.bitcoinChain),
-            api: network.api,
-          }),
-          bitcoinMatcher({ network, index: deps.index }),
-        );
-      default:
-        return notFollowed(network);
-    }
+    if (network.family === 'evm') followEvm(network);
+    else if (network.family === 'bitcoin') followBitcoin(network);
+    else notFollowed(network);
   }
 
   const warnedUnfollowed = new Set<string>();
@@ -107,6 +94,16 @@ export function createWatcher(deps: WatcherDeps) {
     followers.set(network.name, follower);
     follower.start();
     return follower;
+  }
+
+  /** A Bitcoin network, through Esplora (the default) or Bitcoin Core. */
+  function followBitcoin(network: Network): void {
+    const source = createBitcoinSource({
+      url: network.rpcUrls[0]!,
+      network: bitcoinParams(network.bitcoinChain),
+      api: network.api,
+    });
+    startFollower(network, source, bitcoinMatcher({ network, index: deps.index }));
   }
 
   /** An EVM network: its follower, its mempool watcher, and newHeads when there is a WebSocket. */

@@ -4,7 +4,7 @@
  * needs (DESIGN §6, §8: the watched address's net signed change, the single counterparty).
  * No I/O here: the sources in source.ts fill these from a node.
  */
-import { address as btcAddress, type Network, networks } from 'bitcoinjs-lib';
+import { address as btcAddress, type Network } from 'bitcoinjs-lib';
 import { formatUnits } from 'viem';
 
 /** One side of a transfer: an input's spent output, or an output. */
