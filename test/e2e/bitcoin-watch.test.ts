@@ -4,12 +4,14 @@
  * real receiver. The btcd test chain brings a real depth-2 reorganisation with a double spend and
  * a transaction on both branches (test/fixtures/chains/bitcoin/README.md).
  */
+import { Block, address as btcAddress, networks as btcNetworks } from 'bitcoinjs-lib';
 import { eq } from 'drizzle-orm';
 import { Webhook } from 'standardwebhooks';
+import { formatUnits } from 'viem';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { chainCursors } from '../../src/watch/schema.js';
+import { chainCursors, chainHeaders } from '../../src/watch/schema.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { BTCD_MAIN, BTCD_SIDE, btcdBlock, mainnetRun } from '../helpers/bitcoin-blocks.js';
+import { BTCD_MAIN, BTCD_SIDE, block702861, btcdBlock, mainnetRun } from '../helpers/bitcoin-blocks.js';
 import { type BitcoinNode, startBitcoinNode } from '../helpers/bitcoin-node.js';
 import { backends } from '../helpers/env.js';
 import { waitFor } from '../helpers/process.js';
@@ -232,6 +234,177 @@ describe.each(backends)('following 255 mainnet blocks on %s', (backend) => {
         60_000,
       );
       expect(receiver.requests).toEqual([]);
+    } finally {
+      await t.close();
+      await receiver.close();
+      await node.close();
+    }
+  });
+});
+
+/**
+ * What block 702861 must notify, computed here with bitcoinjs-lib alone from the raw block: per
+ * transaction and watched address, the outputs paying it less the outputs of this block it spends
+ * (the block's other inputs spend earlier blocks the fixtures do not hold, which the loopback node
+ * serves as spends of unknown, addressless outputs), and the single other party.
+ */
+function expected702861(watched: Set<string>): Map<string, { amount: bigint; counterAddress?: string }> {
+  const block = Block.fromBuffer(block702861());
+  const addressOf = (script: Uint8Array) => {
+    try {
+      return btcAddress.fromOutputScript(script, btcNetworks.bitcoin);
+    } catch {
+      return null;
+    }
+  };
+  const outputs = new Map<string, { address: string | null; value: bigint }[]>();
+  for (const tx of block.transactions!) {
+    outputs.set(
+      tx.getId(),
+      tx.outs.map((o) => ({ address: addressOf(o.script), value: BigInt(o.value) })),
+    );
+  }
+  const result = new Map<string, { amount: bigint; counterAddress?: string }>();
+  for (const [i, tx] of block.transactions!.entries()) {
+    const spent =
+      i === 0
+        ? []
+        : tx.ins.map(
+            (input) => outputs.get(Buffer.from(input.hash).reverse().toString('hex'))?.[input.index] ?? null,
+          );
+    const paid = outputs.get(tx.getId())!;
+    const touched = new Set([...spent, ...paid].flatMap((e) => (e?.address ? [e.address] : [])));
+    for (const address of touched) {
+      if (!watched.has(address)) continue;
+      const sum = (list: ({ address: string | null; value: bigint } | null)[]) =>
+        list.reduce((s, e) => (e?.address === address ? s + e.value : s), 0n);
+      const amount = sum(paid) - sum(spent);
+      const side = amount < 0n ? paid : spent;
+      const others = new Set(side.flatMap((e) => (e?.address && e.address !== address ? [e.address] : [])));
+      const counterAddress = i > 0 && amount !== 0n && others.size === 1 ? [...others][0] : undefined;
+      result.set(`${tx.getId()}:${address}`, counterAddress ? { amount, counterAddress } : { amount });
+    }
+  }
+  return result;
+}
+
+describe.each(backends)('block 702861 on %s', (backend) => {
+  test('watched addresses of every output type: one notification per transaction and address, nets exact to the satoshi', async () => {
+    const raw = block702861();
+    const block = Block.fromBuffer(raw);
+    const node = await startBitcoinNode({ unheldPrevouts: 'placeholder' });
+    node.setChain([raw], 702861);
+    const receiver = await startReceiver();
+    const t = await startTestApp(backend, {
+      LEDGERHOOK_ROLES: 'all',
+      LEDGERHOOK_RPC_BTC: node.url,
+      LEDGERHOOK_WATCH_POLL_INTERVAL: '50ms',
+    });
+    try {
+      // Five addresses of each output type, and every address whose output this block spends.
+      const byType = new Map<string, Set<string>>();
+      const spentHere = new Set<string>();
+      const ids = new Set(block.transactions!.map((tx) => tx.getId()));
+      const outputsOf = new Map(block.transactions!.map((tx) => [tx.getId(), tx.outs]));
+      for (const tx of block.transactions!) {
+        for (const o of tx.outs) {
+          let address: string;
+          try {
+            address = btcAddress.fromOutputScript(o.script, btcNetworks.bitcoin);
+          } catch {
+            continue;
+          }
+          const type = address.startsWith('1')
+            ? 'p2pkh'
+            : address.startsWith('3')
+              ? 'p2sh'
+              : address.length === 42
+                ? 'p2wpkh'
+                : 'p2wsh';
+          const set = byType.get(type) ?? new Set<string>();
+          if (set.size < 5) set.add(address);
+          byType.set(type, set);
+        }
+        for (const input of tx.ins) {
+          const prev = Buffer.from(input.hash).reverse().toString('hex');
+          if (!ids.has(prev)) continue;
+          try {
+            spentHere.add(
+              btcAddress.fromOutputScript(outputsOf.get(prev)![input.index]!.script, btcNetworks.bitcoin),
+            );
+          } catch {}
+        }
+      }
+      expect([...byType.keys()].sort()).toEqual(['p2pkh', 'p2sh', 'p2wpkh', 'p2wsh']);
+      expect(spentHere.size).toBeGreaterThan(0);
+      const watched = new Set([...[...byType.values()].flatMap((s) => [...s]), ...spentHere]);
+
+      await node.stop();
+      // Follow from the block before: the cursor where a node that served 702860 would leave it.
+      const parent = Buffer.from(block.prevHash!).reverse().toString('hex');
+      await t.app.store.db
+        .insert(chainCursors)
+        .values({ network: 'BTC', height: 702860, hash: parent, updatedAt: new Date() });
+      await t.app.store.db
+        .insert(chainHeaders)
+        .values({ network: 'BTC', height: 702860, hash: parent, parentHash: '00'.repeat(32) });
+      const subscriptionOf = new Map<string, { id: string; secret: string }>();
+      for (const address of watched) {
+        const res = await t.request('POST', '/api/v1/subscription', {
+          body: {
+            type: 'ADDRESS_TRANSACTION',
+            attr: { chain: 'BTC', address, url: receiver.url },
+            confirmations: 1,
+          },
+        });
+        expect(res.status, res.text).toBe(201);
+        subscriptionOf.set(address, res.body as { id: string; secret: string });
+      }
+
+      const expected = expected702861(watched);
+      // The node was unreachable while the subscriptions were made (so that the block is matched
+      // against all of them): the follower says so in /readyz, and carries on once it is back.
+      const status = await waitFor(async () => {
+        const ready = (await (await fetch(`${t.app.url}/readyz`)).json()) as {
+          networks: { network: string; healthy: boolean; lastError: string | null; height: number | null }[];
+        };
+        const btc = ready.networks.find((n) => n.network === 'BTC');
+        return btc?.lastError ? btc : undefined;
+      }, 'the unreachable node in /readyz');
+      expect(status).toMatchObject({ healthy: false, height: null });
+      expect(status.lastError).toContain(new URL(node.url).host);
+      await node.start();
+      const requests = await receiver.waitForRequests(expected.size, 60_000);
+      const got = new Map<string, Body>();
+      for (const r of requests) {
+        const body = JSON.parse(r.body) as Body;
+        const sub = subscriptionOf.get(body.watchedAddress as string)!;
+        new Webhook(sub.secret).verify(r.body, r.headers as Record<string, string>);
+        const key = `${body.txId}:${body.watchedAddress}`;
+        expect(got.has(key), `${key} notified once`).toBe(false);
+        got.set(key, body);
+      }
+      expect([...got.keys()].sort()).toEqual([...expected.keys()].sort());
+      for (const [key, e] of expected) {
+        const body = got.get(key)!;
+        const [txId, address] = key.split(':');
+        expect(body).toEqual({
+          address,
+          txId,
+          type: 'native',
+          blockNumber: 702861,
+          asset: 'BTC',
+          amount: formatUnits(e.amount, 8),
+          ...(e.counterAddress ? { counterAddress: e.counterAddress } : {}),
+          id: body.id,
+          subscriptionId: subscriptionOf.get(address!)!.id,
+          chain: 'BTC',
+          watchedAddress: address,
+          confirmations: 1,
+        });
+      }
+      // Some of them are debits: the spends inside the block.
+      expect([...expected.values()].some((e) => e.amount < 0n)).toBe(true);
     } finally {
       await t.close();
       await receiver.close();
