@@ -31,6 +31,7 @@ import { evmMatcher } from '../src/watch/evm-notifications.js';
 import { createFollower } from '../src/watch/follower.js';
 import { chainCursors, chainHeaders } from '../src/watch/schema.js';
 import { evmClient } from '../src/watch/watcher.js';
+import { bitcoinPass } from './ingest-bitcoin.js';
 import {
   childPids,
   commCpuDelta,
@@ -851,6 +852,7 @@ async function main(): Promise<void> {
       '',
     ].join('\n'),
   );
+  process.stdout.write(`${(await bitcoinPass(options)).join('\n')}\n\n`);
 }
 
 runMain('bench:ingest', main); // cleans up: stops anvil, removes temp dirs, drops the database

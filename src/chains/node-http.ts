@@ -22,6 +22,11 @@ export interface NodeRequest {
   headers?: Record<string, string>;
   body?: string;
   timeoutMs?: number;
+  /**
+   * The body holds no number beyond 2^53 (Esplora's satoshi amounts and heights): parsed with
+   * JSON.parse, which is an order of magnitude faster on a large block's pages.
+   */
+  plainJson?: boolean;
 }
 
 /**
@@ -54,7 +59,7 @@ export async function nodeRequest(url: string, options: NodeRequest = {}): Promi
   }
   let json: unknown;
   try {
-    json = text === '' ? undefined : parseExactJson(text);
+    json = text === '' ? undefined : options.plainJson ? JSON.parse(text) : parseExactJson(text);
   } catch {
     json = undefined;
   }

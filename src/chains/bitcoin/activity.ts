@@ -26,31 +26,54 @@ export interface BitcoinTransaction {
 /** A block's transactions, in block order. */
 export type BitcoinActivity = BitcoinTransaction[];
 
+const OP_0 = 0x00;
 const OP_1 = 0x51;
 const OP_16 = 0x60;
+const OP_DUP = 0x76;
+const OP_HASH160 = 0xa9;
+const OP_EQUAL = 0x87;
+const OP_EQUALVERIFY = 0x88;
+const OP_CHECKSIG = 0xac;
 
-/** The version of a segwit v1+ program (OP_1…OP_16, then one push of 2–40 bytes), else undefined. */
+/** The version of a segwit program (OP_0…OP_16, then one push of 2–40 bytes), else undefined. */
 function witnessVersion(script: Uint8Array): number | undefined {
   const [op, length] = script;
-  if (op === undefined || length === undefined || op < OP_1 || op > OP_16) return undefined;
+  if (op === undefined || length === undefined) return undefined;
+  if (op !== OP_0 && (op < OP_1 || op > OP_16)) return undefined;
   if (length < 2 || length > 40 || script.length !== length + 2) return undefined;
-  return op - OP_1 + 1;
+  return op === OP_0 ? 0 : op - OP_1 + 1;
 }
 
 /**
  * The address an output script pays, on `network`, or null when it pays none (P2PK, bare
- * multisig, OP_RETURN, non-standard). Segwit v1+ programs (P2TR) are encoded directly as bech32m:
- * bitcoinjs-lib's P2TR decoding wants an elliptic-curve library to check the key, which neither
- * Bitcoin Core nor Esplora checks before naming the address.
+ * multisig, OP_RETURN, non-standard). The standard templates are recognised by their bytes and
+ * encoded directly: bitcoinjs-lib's fromOutputScript tries each payment type in turn and throws
+ * for every one that does not fit, which made decoding a large block's scripts cost a second
+ * (bench/README.md, Bitcoin pass). Segwit v1+ programs (P2TR) are encoded as bech32m without
+ * checking the key, as neither Bitcoin Core nor Esplora does before naming the address.
  */
 export function addressOfScript(script: Uint8Array, network: Network): string | null {
   const version = witnessVersion(script);
-  if (version !== undefined) return btcAddress.toBech32(script.subarray(2), version, network.bech32);
-  try {
-    return btcAddress.fromOutputScript(script, network);
-  } catch {
-    return null;
+  if (version === 0) {
+    // v0 programs are 20 bytes (P2WPKH) or 32 (P2WSH); any other length pays no address.
+    const length = script.length - 2;
+    return length === 20 || length === 32 ? btcAddress.toBech32(script.subarray(2), 0, network.bech32) : null;
   }
+  if (version !== undefined) return btcAddress.toBech32(script.subarray(2), version, network.bech32);
+  if (
+    script.length === 25 &&
+    script[0] === OP_DUP &&
+    script[1] === OP_HASH160 &&
+    script[2] === 20 &&
+    script[23] === OP_EQUALVERIFY &&
+    script[24] === OP_CHECKSIG
+  ) {
+    return btcAddress.toBase58Check(script.subarray(3, 23), network.pubKeyHash);
+  }
+  if (script.length === 23 && script[0] === OP_HASH160 && script[1] === 20 && script[22] === OP_EQUAL) {
+    return btcAddress.toBase58Check(script.subarray(2, 22), network.scriptHash);
+  }
+  return null;
 }
 
 /** Distinct addresses the transaction touches (inputs' spent outputs and outputs), in first-seen order. */

@@ -94,11 +94,17 @@ const ESPLORA_PAGE = 25;
 /** Pages of one block read at once, so a 2,500-transaction block is 25 rounds, not 100. */
 const ESPLORA_PAGE_CONCURRENCY = 4;
 
+/** Esplora's amounts are whole satoshi, read with JSON.parse: exact below 2^53, refused above. */
+function satoshi(value: unknown): bigint | undefined {
+  if (typeof value === 'number') return Number.isSafeInteger(value) ? BigInt(value) : undefined;
+  return asBigint(value);
+}
+
 function esploraEndpoint(output: unknown, network: Network): BitcoinEndpoint | undefined {
   if (!isObject(output)) return undefined;
   return endpoint(
     asString(output.scriptpubkey),
-    asBigint(output.value),
+    satoshi(output.value),
     asString(output.scriptpubkey_address),
     network,
   );
@@ -177,7 +183,7 @@ export function createEsploraSource(options: BitcoinSourceOptions): BitcoinBlock
 
   async function page(hash: string, start: number, expected: number): Promise<BitcoinTransaction[]> {
     const path = `/block/${hash}/txs/${start}`;
-    const res = await get(path);
+    const res = await nodeRequest(`${base}${path}`, { timeoutMs: options.timeoutMs, plainJson: true });
     if (res.status !== 200 || !Array.isArray(res.json))
       throw unexpected(base, `${res.status} to GET ${path}`);
     if (res.json.length !== expected)
