@@ -395,3 +395,42 @@ describe('Bitcoin test chains (bitcoinChain)', () => {
     expect(onEvm.message).toMatch(/networks\.ETH\.bitcoinChain/);
   });
 });
+
+describe('the genesis of an Algorand network', () => {
+  test('ALGO is mainnet-v1.0 with its hash; a configured network carries its own', () => {
+    const catalog = loadNetworks({
+      LEDGERHOOK_CONFIG: configFile({
+        networks: {
+          ALGOTEST: {
+            family: 'algorand',
+            symbol: 'ALGO',
+            decimals: 6,
+            rpc: 'http://127.0.0.1:4001',
+            genesisId: 'testnet-v1.0',
+            genesisHash: 'SGO1GKSzyE7IEPItTxCByw9x8FmnrCDexi9/cOUJOiI=',
+          },
+        },
+      }),
+    });
+    expect(catalog.find('ALGO')).toMatchObject({
+      genesisId: 'mainnet-v1.0',
+      genesisHash: 'wGHE2Pwdvd7S12BL5FaOP20EGYesN73ktiC1qzkkit8=',
+    });
+    expect(catalog.find('ALGOTEST')).toMatchObject({
+      genesisId: 'testnet-v1.0',
+      genesisHash: 'SGO1GKSzyE7IEPItTxCByw9x8FmnrCDexi9/cOUJOiI=',
+    });
+    expect(catalog.find('BTC')!.genesisId).toBeUndefined();
+  });
+
+  test('a genesis on another family, or a hash that is not base64 of 32 bytes, is a configuration error naming the field', () => {
+    const onBitcoin = configError(() =>
+      loadNetworks({ LEDGERHOOK_CONFIG: configFile({ networks: { BTC: { genesisId: 'mainnet-v1.0' } } }) }),
+    );
+    expect(onBitcoin.message).toMatch(/networks\.BTC\.genesisId/);
+    const badHash = configError(() =>
+      loadNetworks({ LEDGERHOOK_CONFIG: configFile({ networks: { ALGO: { genesisHash: 'not-a-hash' } } }) }),
+    );
+    expect(badHash.message).toMatch(/networks\.ALGO\.genesisHash/);
+  });
+});

@@ -23,6 +23,9 @@ export interface Network {
   indexerUrls: string[];
   /** The node API where a family has several: Bitcoin 'esplora' (REST, the default) or 'bitcoind' (JSON-RPC). */
   api?: string;
+  /** Algorand only: the genesis id and hash (base64) the node must report, checked at start. */
+  genesisId?: string;
+  genesisHash?: string;
   /** Bitcoin only: whose address prefixes the network uses (mainnet unless configured). */
   bitcoinChain?: BitcoinChain;
   /** How addresses are written, for error messages. */
@@ -99,6 +102,8 @@ const BUILT_IN: NetworkDefaults[] = [
     rpcUrls: ['https://mainnet-api.algonode.cloud'],
     wsUrls: [],
     indexerUrls: ['https://mainnet-idx.algonode.cloud'],
+    genesisId: 'mainnet-v1.0',
+    genesisHash: 'wGHE2Pwdvd7S12BL5FaOP20EGYesN73ktiC1qzkkit8=',
   },
   {
     name: 'BTC',
@@ -149,6 +154,8 @@ interface FileNetwork {
   confirmations?: number;
   api?: string;
   bitcoinChain?: string;
+  genesisId?: string;
+  genesisHash?: string;
 }
 
 function urls(value: unknown, where: string): string[] {
@@ -229,6 +236,14 @@ export function loadNetworks(
           `must be one of ${BITCOIN_CHAINS.join(', ')}, for a Bitcoin network`,
         );
       }
+      for (const field of ['genesisId', 'genesisHash'] as const) {
+        const value = spec[field];
+        if (value === undefined) continue;
+        if (family !== 'algorand' || typeof value !== 'string' || value.trim() === '' || value.length > 128)
+          throw new ConfigError(`${where}.${field}`, 'must be a non-empty string, for an Algorand network');
+      }
+      if (spec.genesisHash !== undefined && !/^[A-Za-z0-9+/]{43}=$/.test(spec.genesisHash))
+        throw new ConfigError(`${where}.genesisHash`, 'must be a base64 SHA-512/256 hash (44 characters)');
       const symbol = spec.symbol ?? base?.symbol;
       if (!symbol) throw new ConfigError(where, 'needs a symbol (the native asset, e.g. ETH)');
       const rpcUrls = spec.rpc !== undefined ? urls(spec.rpc, `${where}.rpc`) : (base?.rpcUrls ?? []);
@@ -246,6 +261,12 @@ export function loadNetworks(
           spec.indexer !== undefined ? urls(spec.indexer, `${where}.indexer`) : (base?.indexerUrls ?? []),
         confirmations: spec.confirmations,
         ...((spec.api ?? base?.api) === undefined ? {} : { api: spec.api ?? base?.api }),
+        ...((spec.genesisId ?? base?.genesisId) === undefined
+          ? {}
+          : { genesisId: spec.genesisId ?? base?.genesisId }),
+        ...((spec.genesisHash ?? base?.genesisHash) === undefined
+          ? {}
+          : { genesisHash: spec.genesisHash ?? base?.genesisHash }),
         ...((spec.bitcoinChain ?? base?.bitcoinChain) === undefined
           ? {}
           : { bitcoinChain: (spec.bitcoinChain ?? base?.bitcoinChain) as BitcoinChain }),

@@ -19,10 +19,22 @@ export interface ChainTip {
 }
 
 export interface BlockSource<Activity> {
+  /**
+   * Blocks once in the chain stay there (Algorand): a block that does not link to the one
+   * processed before it means the node is on another chain, an error to stop at rather than a
+   * reorganisation to follow.
+   */
+  final?: boolean;
   /** The node's latest block. */
   tip(): Promise<ChainTip>;
   /** The block at a height on the node's chain; undefined when the chain is not that tall. */
   block(height: number): Promise<ChainBlock<Activity> | undefined>;
   /** The hash of the block at a height, for walking back cheaply; undefined when there is none. */
   hashAt(height: number): Promise<string | undefined>;
+  /**
+   * Where the node can announce new blocks (an EVM WebSocket's newHeads, algod's long poll):
+   * calls `onHead` for each, until the returned function is called. Polling stays the floor, so
+   * a lost announcement only costs latency. The returned function must not wait on the node.
+   */
+  watchHeads?(onHead: () => void): () => void;
 }

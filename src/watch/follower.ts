@@ -84,6 +84,7 @@ export function createFollower<Activity>(deps: FollowerDeps<Activity>) {
   const sleeper = createSleeper();
   let running = false;
   let loopDone: Promise<void> | undefined;
+  let stopHeads: (() => void) | undefined;
 
   /** The block's notifications: due at once, or held until the head is deep enough. */
   async function notificationsOf(block: ChainBlock<Activity>, head: number): Promise<NewNotification[]> {
@@ -159,6 +160,11 @@ export function createFollower<Activity>(deps: FollowerDeps<Activity>) {
    * what is on both, and moves the cursor onto the new branch.
    */
   async function reorganise(from: Cursor, head: number): Promise<Cursor> {
+    if (source.final) {
+      const err = new ChainMismatchError(network.name, from);
+      log.error({ height: from.height, hash: from.hash }, err.message);
+      throw err;
+    }
     const ancestor = await commonAncestor(from);
     const orphaned = await state.hashesAbove(ancestor.height);
     const blocks = await newBranch(ancestor, from.height);
@@ -264,11 +270,14 @@ export function createFollower<Activity>(deps: FollowerDeps<Activity>) {
       if (running) return;
       running = true;
       loopDone = loop();
+      stopHeads = source.watchHeads?.(sleeper.wake);
     },
     /** Checks for a new head now (e.g. on a WebSocket newHeads message). */
     wake: sleeper.wake,
     async stop(): Promise<void> {
       running = false;
+      stopHeads?.();
+      stopHeads = undefined;
       sleeper.wake();
       await loopDone;
       await lock.release();
@@ -277,6 +286,21 @@ export function createFollower<Activity>(deps: FollowerDeps<Activity>) {
 }
 
 export type Follower = ReturnType<typeof createFollower>;
+
+/**
+ * On a chain whose blocks are final, the node's block no longer links to the one processed (or
+ * another block stands at its height): the node follows another chain. Nothing is notified from
+ * it; the follower retries, so a node put back on the right chain is followed again.
+ */
+export class ChainMismatchError extends Error {
+  constructor(network: string, at: Cursor) {
+    super(
+      `${network}: the node's chain does not continue block ${at.height} (${at.hash}) processed before; ` +
+        'its blocks are final, so the node follows another chain: nothing is notified until it is back on this one',
+    );
+    this.name = 'ChainMismatchError';
+  }
+}
 
 /**
  * The network's follower lock across processes, when there is one (PostgreSQL): taken on the

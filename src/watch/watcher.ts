@@ -10,7 +10,6 @@ import type { Db, Store } from '../store/db.js';
 import { SUBSCRIPTIONS_CHANNEL, type SubscriptionChange } from '../subscriptions/events.js';
 import type { AddressIndex } from './address-index.js';
 import { bitcoinMatcher } from './bitcoin-notifications.js';
-import { subscribeToHeads } from './evm-heads.js';
 import { evmMatcher } from './evm-notifications.js';
 import { type BlockMatcher, createFollower, type Follower, type FollowerStatus } from './follower.js';
 import { createEvmMempoolWatcher, type EvmMempoolWatcher, type MempoolStatus } from './mempool.js';
@@ -49,7 +48,6 @@ export function createWatcher(deps: WatcherDeps) {
   const mempools = new Map<string, EvmMempoolWatcher>();
   let running = false;
   let unlisten: (() => Promise<void>) | undefined;
-  const headSubscriptions = new Map<string, () => void>();
 
   function apply(change: SubscriptionChange): void {
     deps.index.apply(change);
@@ -127,10 +125,6 @@ export function createWatcher(deps: WatcherDeps) {
     });
     mempools.set(network.name, mempool);
     mempool.start();
-    if (network.wsUrls.length > 0) {
-      const logger = deps.logger.child({ network: network.name });
-      headSubscriptions.set(network.name, subscribeToHeads(network.wsUrls[0]!, follower.wake, logger));
-    }
   }
 
   return {
@@ -165,8 +159,6 @@ export function createWatcher(deps: WatcherDeps) {
      */
     async stop(): Promise<void> {
       running = false;
-      for (const close of headSubscriptions.values()) close();
-      headSubscriptions.clear();
       const watchers = [...followers.values(), ...mempools.values()];
       followers.clear();
       mempools.clear();

@@ -1,6 +1,8 @@
+import type { Logger } from 'pino';
 import { BlockNotFoundError, type PublicClient } from 'viem';
 import type { BlockSource } from '../source.js';
 import { fetchBlockActivity } from './activity.js';
+import { subscribeToHeads } from './heads.js';
 import type { EvmBlockActivity } from './types.js';
 
 export type FetchEvmActivity = (client: PublicClient, number: bigint) => Promise<EvmBlockActivity>;
@@ -17,13 +19,18 @@ async function unlessMissing<T>(read: Promise<T>): Promise<T | undefined> {
 
 /**
  * An EVM network as a block source: the latest block's header for the tip (its hash shows a tip
- * replaced at the same height), and each block with its receipts as transfers.
+ * replaced at the same height), each block with its receipts as transfers, and with a WebSocket
+ * endpoint its `newHeads` as announcements.
  */
 export function evmSource(
   client: PublicClient,
   fetchActivity: FetchEvmActivity = fetchBlockActivity,
+  heads?: { wsUrl: string; logger: Logger },
 ): BlockSource<EvmBlockActivity> {
   return {
+    ...(heads
+      ? { watchHeads: (onHead: () => void) => subscribeToHeads(heads.wsUrl, onHead, heads.logger) }
+      : {}),
     async tip() {
       const latest = await client.getBlock({ blockTag: 'latest' });
       return { height: Number(latest.number), hash: latest.hash };
