@@ -108,9 +108,13 @@ export function createWatcher(deps: WatcherDeps) {
   function followEvm(network: Network): void {
     const client = evmClient(network.rpcUrls);
     const tokens = createTokenInfoCache(client);
+    const heads =
+      network.wsUrls.length > 0
+        ? { wsUrl: network.wsUrls[0]!, logger: deps.logger.child({ network: network.name }) }
+        : undefined;
     const follower = startFollower(
       network,
-      evmSource(client),
+      evmSource(client, undefined, heads),
       evmMatcher({ network, index: deps.index, tokens }),
     );
     const mempool = createEvmMempoolWatcher({
