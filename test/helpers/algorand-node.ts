@@ -1,0 +1,347 @@
+/**
+ * A loopback Algorand node of our own: a real HTTP server on 127.0.0.1 speaking the algod paths
+ * the block source uses (`/v2/status`, `/v2/status/wait-for-block-after/{round}` as a real long
+ * poll, `/v2/blocks/{round}?format=msgpack`, `/v2/blocks/{round}/hash`, `/v2/transactions/params`,
+ * `/v2/assets/{id}`) and the indexer's (`/health`, `/v2/blocks/{round}` with `header-only`,
+ * `/v2/assets/{id}`), over the rounds it is given.
+ *
+ * A round is held in both forms: algod's msgpack `{block, cert}` and the indexer's JSON. The real
+ * round 24099447 is served from its recorded bytes and JSON (test/fixtures/chains/algorand/blocks).
+ * Other rounds are ASSEMBLED (see that folder's README): the recorded round's header and
+ * transactions with another round number and previous-block hash, so that their hashes are
+ * computed, not real. A round given only in indexer form (real indexer transactions that were
+ * never recorded as msgpack) answers algod with 500.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import algosdk from 'algosdk';
+import { stringify } from 'lossless-json';
+import { base32, blockFromIndexer } from '../../src/chains/algorand/blocks.js';
+import { parseExactJson } from '../../src/chains/node-http.js';
+import { fixturePath } from './fixture-node.js';
+
+type Json = Record<string, unknown>;
+
+export const RECORDED_ROUND = 24099447;
+export const RECORDED_HASH = 'PKZ7LQO6KNISFUVXN3HFZQKF4GJV7XKFHFZNNKC6DAHUEZZM3IQQ';
+export const TESTNET = {
+  genesisId: 'testnet-v1.0',
+  genesisHash: 'SGO1GKSzyE7IEPItTxCByw9x8FmnrCDexi9/cOUJOiI=',
+};
+export const MAINNET = {
+  genesisId: 'mainnet-v1.0',
+  genesisHash: 'wGHE2Pwdvd7S12BL5FaOP20EGYesN73ktiC1qzkkit8=',
+};
+
+const blockFile = (name: string) => fixturePath('chains/algorand/blocks', name);
+
+/** The recorded algod answer for round 24099447 (msgpack bytes). */
+export const recordedAlgodBlock = (): Uint8Array =>
+  new Uint8Array(fs.readFileSync(blockFile('algod-block-24099447-testnet.msgpack')));
+/** The recorded indexer answer for round 24099447, integers as bigint. */
+export const recordedIndexerBlock = (): Json =>
+  parseExactJson(fs.readFileSync(blockFile('indexer-block-24099447-testnet.json'), 'utf8')) as Json;
+
+/** One round as the node serves it. */
+export interface AlgorandRound {
+  /** algod's `/v2/blocks/{round}?format=msgpack` body; absent: algod cannot serve it (500). */
+  algod?: Uint8Array;
+  /** The indexer's `/v2/blocks/{round}` body. */
+  indexer: Json;
+}
+
+export interface AssembleOptions {
+  round: number;
+  /** Previous-block hash, base32 (as the source reports hashes). */
+  parentHash: string;
+  /** Indexer transactions to carry instead of the recorded round's: the round then has no algod form. */
+  indexerTransactions?: Json[];
+  genesis?: { genesisId: string; genesisHash: string };
+}
+
+const fromBase32 = (text: string): Uint8Array => {
+  const bits = [...text]
+    .map((c) => 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567'.indexOf(c).toString(2).padStart(5, '0'))
+    .join('');
+  const out = new Uint8Array(Math.floor(bits.length / 8));
+  for (let i = 0; i < out.length; i++) out[i] = Number.parseInt(bits.slice(i * 8, i * 8 + 8), 2);
+  return out;
+};
+
+/**
+ * An ASSEMBLED round: the recorded round 24099447 with another round number, previous-block hash
+ * and, optionally, genesis or transactions. Both forms get the same header fields, so both APIs
+ * compute the same (not real) hash for it.
+ */
+export function assembleRound(options: AssembleOptions): AlgorandRound {
+  const prev = fromBase32(options.parentHash);
+  const indexer = recordedIndexerBlock();
+  indexer.round = BigInt(options.round);
+  indexer['previous-block-hash'] = Buffer.from(prev).toString('base64');
+  if (options.genesis) {
+    indexer['genesis-id'] = options.genesis.genesisId;
+    indexer['genesis-hash'] = options.genesis.genesisHash;
+  }
+  if (options.indexerTransactions) {
+    indexer.transactions = options.indexerTransactions.map((tx) => ({
+      ...tx,
+      'confirmed-round': BigInt(options.round),
+    }));
+    return { indexer };
+  }
+  for (const tx of indexer.transactions as Json[]) tx['confirmed-round'] = BigInt(options.round);
+  const response = algosdk.decodeMsgpack(recordedAlgodBlock(), algosdk.modelsv2.BlockResponse);
+  response.block.header.round = BigInt(options.round);
+  response.block.header.branch = prev;
+  if (options.genesis) {
+    response.block.header.genesisID = options.genesis.genesisId;
+    response.block.header.genesisHash = new Uint8Array(Buffer.from(options.genesis.genesisHash, 'base64'));
+  }
+  return { algod: algosdk.encodeMsgpack(response), indexer };
+}
+
+/** `count` consecutive assembled rounds from `first`, each linked to the one before. */
+export function assembleRun(
+  first: number,
+  count: number,
+  parentHash = base32(new Uint8Array(32)),
+): AlgorandRound[] {
+  const rounds: AlgorandRound[] = [];
+  let parent = parentHash;
+  for (let round = first; round < first + count; round++) {
+    const assembled = assembleRound({ round, parentHash: parent });
+    rounds.push(assembled);
+    parent = blockFromIndexer(assembled.indexer).hash;
+  }
+  return rounds;
+}
+
+export interface AlgorandNodeRequest {
+  method: string;
+  path: string;
+  query: string;
+  headers: http.IncomingHttpHeaders;
+}
+
+export interface AlgorandNode {
+  /** `http://127.0.0.1:<port>`: algod's and the indexer's base URL alike. */
+  readonly url: string;
+  readonly requests: AlgorandNodeRequest[];
+  /** Present these rounds (the last is the tip), replacing the ones held; wakes long polls. */
+  setRounds(rounds: AlgorandRound[]): void;
+  /** Adds a round after the tip; wakes long polls. */
+  addRound(round: AlgorandRound): void;
+  /** The genesis `/v2/transactions/params` reports (default testnet's). */
+  setGenesis(genesis: { genesisId: string; genesisHash: string }): void;
+  /** ASA parameters served by `/v2/assets/{id}`. */
+  setAsset(id: string, params: Json): void;
+  /** The next `count` requests answer `status` (default 500). */
+  failNext(count: number, status?: number): void;
+  /** How long a wait-for-block-after waits for a new round before answering the status as is. */
+  setWaitTimeout(ms: number): void;
+  /** Stop listening (unreachable) and drop connections; start() listens again on the same port. */
+  stop(): Promise<void>;
+  start(): Promise<void>;
+  close(): Promise<void>;
+}
+
+interface Reply {
+  status: number;
+  type: string;
+  body: string | Uint8Array;
+}
+
+const json = (value: unknown, status = 200): Reply => ({
+  status,
+  type: 'application/json',
+  body: stringify(value) ?? 'null',
+});
+const notFound = (message: string): Reply => json({ message }, 404);
+
+export async function startAlgorandNode(): Promise<AlgorandNode> {
+  const requests: AlgorandNodeRequest[] = [];
+  let rounds = new Map<number, AlgorandRound>();
+  let tip = 0;
+  let genesis = { ...TESTNET };
+  const assets = new Map<string, Json>();
+  let failures = { count: 0, status: 500 };
+  let waitTimeoutMs = 1000;
+  let waiters: (() => void)[] = [];
+
+  const wake = () => {
+    const woken = waiters;
+    waiters = [];
+    for (const w of woken) w();
+  };
+
+  function status(): Json {
+    return {
+      'catchup-time': 0n,
+      'last-round': BigInt(tip),
+      'last-version':
+        'https://github.com/algorandfoundation/specs/tree/433d8e9a7274b6fca703d91213e05c7e6a589e69',
+      'next-version':
+        'https://github.com/algorandfoundation/specs/tree/433d8e9a7274b6fca703d91213e05c7e6a589e69',
+      'next-version-round': BigInt(tip + 1),
+      'next-version-supported': true,
+      'stopped-at-unsupported-round': false,
+      'time-since-last-round': 0n,
+    };
+  }
+
+  /** Resolves once a round after `round` is held, or after the wait timeout. */
+  function waitAfter(round: number): Promise<void> {
+    if (tip > round) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, waitTimeoutMs);
+      waiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  async function algod(path: string, query: URLSearchParams): Promise<Reply | undefined> {
+    if (path === '/v2/status') return json(status());
+    let m = /^\/v2\/status\/wait-for-block-after\/(\d+)$/.exec(path);
+    if (m) {
+      await waitAfter(Number(m[1]));
+      return json(status());
+    }
+    if (path === '/v2/transactions/params')
+      return json({
+        'consensus-version': status()['last-version'],
+        fee: 0n,
+        'genesis-hash': genesis.genesisHash,
+        'genesis-id': genesis.genesisId,
+        'last-round': BigInt(tip),
+        'min-fee': 1000n,
+      });
+    m = /^\/v2\/blocks\/(\d+)\/hash$/.exec(path);
+    if (m) {
+      const held = rounds.get(Number(m[1]));
+      return held
+        ? json({ blockHash: blockFromIndexer(held.indexer).hash })
+        : notFound(`failed to retrieve information from the ledger: ledger does not have entry ${m[1]}`);
+    }
+    m = /^\/v2\/blocks\/(\d+)$/.exec(path);
+    if (m && query.get('format') === 'msgpack') {
+      const held = rounds.get(Number(m[1]));
+      if (!held)
+        return notFound(`failed to retrieve information from the ledger: ledger does not have entry ${m[1]}`);
+      if (!held.algod) return json({ message: 'this round was assembled for the indexer only' }, 500);
+      return { status: 200, type: 'application/msgpack', body: held.algod };
+    }
+    return undefined;
+  }
+
+  function indexer(path: string, query: URLSearchParams): Reply | undefined {
+    if (path === '/health')
+      return json({
+        'db-available': true,
+        'is-migrating': false,
+        message: String(tip),
+        round: BigInt(tip),
+        version: '3.9.0',
+      });
+    const m = /^\/v2\/blocks\/(\d+)$/.exec(path);
+    if (!m) return undefined;
+    const held = rounds.get(Number(m[1]));
+    if (!held) return notFound(`error while looking up block for round '${m[1]}': block not found`);
+    if (query.get('header-only') !== 'true') return json(held.indexer);
+    const { transactions: _, ...header } = held.indexer;
+    return json(header);
+  }
+
+  function asset(path: string, query: URLSearchParams): Reply | undefined {
+    const m = /^\/v2\/assets\/(\d+)$/.exec(path);
+    if (!m) return undefined;
+    const params = assets.get(m[1]!);
+    if (!params) return notFound('asset does not exist');
+    const body = { index: BigInt(m[1]!), params };
+    // The indexer wraps it (and takes include-all); algod answers the asset itself.
+    return json(query.has('include-all') ? { asset: body, 'current-round': BigInt(tip) } : body);
+  }
+
+  async function answer(path: string, query: URLSearchParams): Promise<Reply> {
+    if (failures.count > 0) {
+      failures = { ...failures, count: failures.count - 1 };
+      return json({ message: 'injected failure' }, failures.status);
+    }
+    return (await algod(path, query)) ?? indexer(path, query) ?? asset(path, query) ?? notFound('Not Found');
+  }
+
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://node.invalid');
+    requests.push({
+      method: req.method ?? 'GET',
+      path: url.pathname,
+      query: url.search,
+      headers: req.headers,
+    });
+    void answer(url.pathname, url.searchParams).then((reply) => {
+      res.writeHead(reply.status, { 'content-type': reply.type });
+      res.end(reply.body);
+    });
+  });
+  server.keepAliveTimeout = 1000;
+
+  let port = 0;
+  const listen = () =>
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  const stop = () =>
+    new Promise<void>((resolve) => {
+      wake();
+      if (!server.listening) return resolve();
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+  await listen();
+  port = (server.address() as AddressInfo).port;
+
+  function roundOf(held: AlgorandRound): number {
+    return Number(held.indexer.round);
+  }
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    setRounds(next) {
+      rounds = new Map(next.map((r) => [roundOf(r), r]));
+      tip = next.length > 0 ? roundOf(next[next.length - 1]!) : 0;
+      wake();
+    },
+    addRound(round) {
+      rounds.set(roundOf(round), round);
+      tip = roundOf(round);
+      wake();
+    },
+    setGenesis(next) {
+      genesis = { ...next };
+    },
+    setAsset(id, params) {
+      assets.set(id, params);
+    },
+    failNext(count, status = 500) {
+      failures = { count, status };
+    },
+    setWaitTimeout(ms) {
+      waitTimeoutMs = ms;
+    },
+    stop,
+    start: listen,
+    close: stop,
+  };
+}
+
+/** Parses an indexer JSON file of test/fixtures/chains/algorand exactly (integers as bigint). */
+export function readIndexerJson(name: string): Json {
+  return parseExactJson(fs.readFileSync(fixturePath('chains/algorand', name), 'utf8')) as Json;
+}
