@@ -21,7 +21,10 @@ export interface Network {
   wsUrls: string[];
   /** Algorand indexer endpoints. */
   indexerUrls: string[];
-  /** The node API where a family has several: Bitcoin 'esplora' (REST, the default) or 'bitcoind' (JSON-RPC). */
+  /**
+   * The node API where a family has several: Bitcoin 'esplora' (REST, the default) or 'bitcoind'
+   * (JSON-RPC); Algorand 'algod' (the default) or 'indexer' (followed through its indexer URL).
+   */
   api?: string;
   /** Algorand only: the genesis id and hash (base64) the node must report, checked at start. */
   genesisId?: string;
@@ -41,6 +44,12 @@ const ADDRESS_FORMATS: Record<Family, string> = {
   bitcoin: bitcoinAddressFormat('mainnet'),
   algorand: '58 base32 characters with checksum',
   solana: 'a base58 public key (32 bytes)',
+};
+
+/** The node APIs a family can follow through, the default first. */
+const NODE_APIS: Partial<Record<Family, string[]>> = {
+  bitcoin: ['esplora', 'bitcoind'],
+  algorand: ['algod', 'indexer'],
 };
 
 const DEFAULT_CONFIRMATIONS: Record<Family, number> = { evm: 1, bitcoin: 2, algorand: 1, solana: 1 };
@@ -285,10 +294,13 @@ export function loadNetworks(
     if (api) n.api = api;
   }
   for (const n of byName.values()) {
-    if (n.api !== undefined && !(n.family === 'bitcoin' && ['esplora', 'bitcoind'].includes(n.api))) {
+    const apis = NODE_APIS[n.family];
+    if (n.api !== undefined && !apis?.includes(n.api)) {
       throw new ConfigError(
         `LEDGERHOOK_API_${n.name}`,
-        `must be esplora or bitcoind, for a Bitcoin network (got "${n.api}")`,
+        apis
+          ? `must be ${apis.join(' or ')}, for ${n.family === 'bitcoin' ? 'a Bitcoin' : 'an Algorand'} network (got "${n.api}")`
+          : `is for Bitcoin (esplora, bitcoind) and Algorand (algod, indexer) networks only (got "${n.api}")`,
       );
     }
   }

@@ -84,4 +84,28 @@ describe('algorandMatcher', () => {
       counterAddress: 'AT3QNHSO7VZ2CPEZGI4BG7M3TIUG7YE5KZXNAE55Z4QHHAGBEU6K2LCJUA',
     });
   });
+
+  it('an asset the node does not know: the amount in base units, marked decimalsUnknown', async () => {
+    const header = readIndexerJson('blocks/indexer-block-24099447-testnet.json');
+    const tx = readIndexerJson('indexer-transaction-axfer-testnet.json').transaction;
+    const block = blockFromIndexer({ ...header, round: 39050091n, transactions: [tx] });
+    const unknown = { decimals: async () => null };
+    const match = algorandMatcher({ network, index: watching(RECEIVER), assets: unknown });
+    const [only] = await match({
+      height: block.round,
+      hash: block.hash,
+      parentHash: block.parentHash,
+      activity: block.activity,
+    });
+    expect(only!.body('n')).toMatchObject({ asset: '642327435', amount: '5', decimalsUnknown: true });
+    // Known decimals carry no such field.
+    const known = algorandMatcher({ network, index: watching(RECEIVER), assets: decimals });
+    const [body] = await known({
+      height: block.round,
+      hash: block.hash,
+      parentHash: block.parentHash,
+      activity: block.activity,
+    });
+    expect(body!.body('n')).not.toHaveProperty('decimalsUnknown');
+  });
 });

@@ -39,7 +39,8 @@ export function algorandMatcher({
       for (const change of changes) {
         const watchers = index.lookup(network.name, change.address);
         if (watchers.length === 0) continue;
-        const amount = formatAlgorandAmount(change.amount, await decimalsOf(change.asset));
+        const decimals = await decimalsOf(change.asset);
+        const amount = formatAlgorandAmount(change.amount, decimals ?? 0);
         const counterAddress = counterparty(changes, change);
         for (const subscription of watchers) {
           matches.push({
@@ -48,7 +49,14 @@ export function algorandMatcher({
             body: (id) =>
               notificationBody(
                 change,
-                { id, txId: tx.id, round: block.height, amount, counterAddress },
+                {
+                  id,
+                  txId: tx.id,
+                  round: block.height,
+                  amount,
+                  counterAddress,
+                  decimalsUnknown: decimals === null,
+                },
                 {
                   subscriptionId: subscription.id,
                   chain: network.name,
@@ -65,7 +73,14 @@ export function algorandMatcher({
 
 function notificationBody(
   change: BalanceChange,
-  at: { id: string; txId: string; round: number; amount: string; counterAddress: string | undefined },
+  at: {
+    id: string;
+    txId: string;
+    round: number;
+    amount: string;
+    counterAddress: string | undefined;
+    decimalsUnknown: boolean;
+  },
   extra: { subscriptionId: string; chain: string; confirmations: number },
 ): Record<string, unknown> {
   return {
@@ -75,6 +90,9 @@ function notificationBody(
     blockNumber: at.round,
     asset: change.asset,
     amount: at.amount,
+    // Only where it applies, as on EVM chains: the asset is unknown to the node, so `amount` is
+    // in its base units.
+    ...(at.decimalsUnknown ? { decimalsUnknown: true } : {}),
     ...(at.counterAddress === undefined ? {} : { counterAddress: at.counterAddress }),
     id: at.id,
     subscriptionId: extra.subscriptionId,

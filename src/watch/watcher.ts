@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { createPublicClient, fallback, http, type PublicClient } from 'viem';
+import { createAlgorandSource, createAssetInfoCache } from '../chains/algorand/source.js';
 import { bitcoinParams } from '../chains/bitcoin/params.js';
 import { createBitcoinSource } from '../chains/bitcoin/source.js';
 import { createTokenInfoCache } from '../chains/evm/activity.js';
@@ -9,6 +10,7 @@ import type { BlockSource } from '../chains/source.js';
 import type { Db, Store } from '../store/db.js';
 import { SUBSCRIPTIONS_CHANNEL, type SubscriptionChange } from '../subscriptions/events.js';
 import type { AddressIndex } from './address-index.js';
+import { algorandMatcher } from './algorand-notifications.js';
 import { bitcoinMatcher } from './bitcoin-notifications.js';
 import { evmMatcher } from './evm-notifications.js';
 import { type BlockMatcher, createFollower, type Follower, type FollowerStatus } from './follower.js';
@@ -40,7 +42,8 @@ export function evmClient(rpcUrls: string[]): PublicClient {
 /**
  * Runs one follower per network that has watched addresses, starting a network's follower when
  * its first subscription arrives: EVM networks with a mempool watcher beside it, Bitcoin networks
- * through Esplora or Bitcoin Core. (Algorand and Solana are not followed yet.)
+ * through Esplora or Bitcoin Core, Algorand networks through algod or the indexer. (Solana is not
+ * followed yet.)
  */
 export function createWatcher(deps: WatcherDeps) {
   const followers = new Map<string, Follower>();
@@ -61,6 +64,7 @@ export function createWatcher(deps: WatcherDeps) {
     if (!network || network.rpcUrls.length === 0) return;
     if (network.family === 'evm') followEvm(network);
     else if (network.family === 'bitcoin') followBitcoin(network);
+    else if (network.family === 'algorand') followAlgorand(network);
     else notFollowed(network);
   }
 
@@ -102,6 +106,22 @@ export function createWatcher(deps: WatcherDeps) {
       api: network.api,
     });
     startFollower(network, source, bitcoinMatcher({ network, index: deps.index }));
+  }
+
+  /**
+   * An Algorand network, through algod (the default, its long poll announcing rounds) or, with
+   * `api: indexer`, its indexer; the node's genesis is checked against the network's.
+   */
+  function followAlgorand(network: Network): void {
+    const api = network.api === 'indexer' ? 'indexer' : 'algod';
+    const url = api === 'indexer' ? (network.indexerUrls[0] ?? network.rpcUrls[0]!) : network.rpcUrls[0]!;
+    const options = { url, api, genesisId: network.genesisId, genesisHash: network.genesisHash } as const;
+    const assets = createAssetInfoCache(options);
+    startFollower(
+      network,
+      createAlgorandSource(options),
+      algorandMatcher({ network, index: deps.index, assets }),
+    );
   }
 
   /** An EVM network: its follower, its mempool watcher, and newHeads when there is a WebSocket. */

@@ -223,7 +223,48 @@ export function createAlgodSource(options: AlgorandSourceOptions): AlgorandBlock
     return last;
   }
 
-  return { tip, block, hashAt, waitForBlockAfter };
+  return {
+    final: true,
+    tip,
+    block,
+    hashAt,
+    waitForBlockAfter,
+    watchHeads: (onHead) => watchRounds(lastRound, waitForBlockAfter, onHead),
+  };
+}
+
+/** Between failed long polls: the follower's own polling is the floor meanwhile. */
+const LONG_POLL_RETRY_MS = 1_000;
+
+/**
+ * algod's long poll as announcements: asks for the block after the last round seen and calls
+ * `onHead` as soon as the node answers with a later one, so a new round is processed within
+ * milliseconds rather than at the next poll. Returns a function that aborts the wait at once.
+ */
+function watchRounds(
+  lastRound: () => Promise<number>,
+  waitForBlockAfter: (round: number, signal?: AbortSignal) => Promise<number>,
+  onHead: () => void,
+): () => void {
+  const stop = new AbortController();
+  void (async () => {
+    let seen: number | undefined;
+    while (!stop.signal.aborted) {
+      try {
+        seen ??= await lastRound();
+        const last = await waitForBlockAfter(seen, stop.signal);
+        if (last > seen) {
+          seen = last;
+          onHead();
+        }
+      } catch {
+        if (stop.signal.aborted) return;
+        seen = undefined;
+        await new Promise((resolve) => setTimeout(resolve, LONG_POLL_RETRY_MS).unref());
+      }
+    }
+  })();
+  return () => stop.abort();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -293,7 +334,7 @@ export function createIndexerSource(options: AlgorandSourceOptions): AlgorandBlo
     return decoded && toChainBlock(decoded);
   }
 
-  return { tip, block, hashAt };
+  return { final: true, tip, block, hashAt };
 }
 
 /** The block source for an Algorand network's configured API: the indexer, or algod (the default). */
@@ -305,8 +346,12 @@ export function createAlgorandSource(options: AlgorandSourceOptions): AlgorandBl
 // ASA decimals
 
 export interface AssetInfoCache {
-  /** The ASA's `decimals`, read once per asset (a failed read is retried next time). */
-  decimals(assetId: string): Promise<number>;
+  /**
+   * The ASA's `decimals`, read once per asset (a failed read is retried next time); null when
+   * the node does not know the asset (algod forgets a destroyed one), as EVM tokens whose
+   * decimals cannot be read: the amount then stays in base units.
+   */
+  decimals(assetId: string): Promise<number | null>;
 }
 
 /**
@@ -318,11 +363,12 @@ export function createAssetInfoCache(
 ): AssetInfoCache {
   const indexer = options.api === 'indexer';
   const { base, host, headers } = endpoint(options, indexer ? 'X-Indexer-API-Token' : 'X-Algo-API-Token');
-  const cache = new Map<string, Promise<number>>();
+  const cache = new Map<string, Promise<number | null>>();
 
-  async function read(assetId: string): Promise<number> {
+  async function read(assetId: string): Promise<number | null> {
     const path = `/v2/assets/${assetId}${indexer ? '?include-all=true' : ''}`;
     const res = await nodeRequest(`${base}${path}`, { headers, timeoutMs: options.timeoutMs });
+    if (res.status === 404) return null;
     if (res.status !== 200)
       throw unexpected(indexer ? 'indexer' : 'node', host, `answered ${res.status} to GET ${path}`);
     const asset = isObject(res.json) && indexer ? res.json.asset : res.json;
