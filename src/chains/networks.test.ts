@@ -316,6 +316,16 @@ describe('the node API of a Bitcoin network', () => {
     expect(() => loadNetworks({ LEDGERHOOK_API_BTC: 'electrum' })).toThrow(/LEDGERHOOK_API_BTC/);
     expect(() => loadNetworks({ LEDGERHOOK_API_ETH: 'esplora' })).toThrow(/LEDGERHOOK_API_ETH/);
   });
+
+  test('an Algorand network is followed through algod or its indexer, nothing else', () => {
+    expect(loadNetworks({ LEDGERHOOK_API_ALGO: 'indexer' }).find('ALGO')?.api).toBe('indexer');
+    expect(() => loadNetworks({ LEDGERHOOK_API_ALGO: 'esplora' })).toThrow(
+      /LEDGERHOOK_API_ALGO.*algod or indexer/,
+    );
+    expect(() => loadNetworks({ LEDGERHOOK_API_BTC: 'algod' })).toThrow(
+      /LEDGERHOOK_API_BTC.*esplora or bitcoind/,
+    );
+  });
 });
 
 describe('Bitcoin test chains (bitcoinChain)', () => {
