@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { blockFromIndexer } from '../../src/chains/algorand/blocks.js';
 import {
   type AlgorandNode,
   assembleRound,
@@ -66,6 +67,8 @@ describe.each(
   let receiver: Receiver;
   let secret = '';
   let subscriptionId = '';
+  /** The hash of the last round added, which the next one links to. */
+  let lastHash = RECORDED_HASH;
 
   const status = async (): Promise<Status | undefined> => {
     const ready = (await (await fetch(`${t.app.url}/readyz`)).json()) as { networks: Status[] };
@@ -106,12 +109,15 @@ describe.each(
 
   test('a new round: each self-payment notifies its net, the fee (−0.001 ALGO); the application call nothing', async () => {
     const added = Date.now();
-    node.addRound(assembleRound({ round: RECORDED_ROUND + 1, parentHash: RECORDED_HASH }));
+    const next = assembleRound({ round: RECORDED_ROUND + 1, parentHash: RECORDED_HASH });
+    node.addRound(next);
+    lastHash = blockFromIndexer(next.indexer).hash;
     await receiver.waitForRequests(PAYMENTS.length, 10_000);
     // Within the 25 ms the wait polls at.
     const notifiedMs = Date.now() - added;
     const got = bodies();
     expect(got.map((b) => b.txId).sort()).toEqual([...PAYMENTS].sort());
+    expect(got.every((b) => b.blockNumber === RECORDED_ROUND + 1)).toBe(true);
     for (const body of got) {
       // Worked out by hand from the recorded round: BFO7 pays itself 1 µAlgo with a 1000 µAlgo fee.
       expect(body).toEqual({
@@ -137,14 +143,38 @@ describe.each(
     }
   });
 
+  test('an unreachable node, then 5xx answers: retried and shown in /readyz; the next round is notified, none skipped', async () => {
+    await node.stop();
+    const down = await waitFor(
+      async () => {
+        const s = await status();
+        return s?.lastError ? s : undefined;
+      },
+      'the unreachable node in /readyz',
+      30_000,
+    );
+    expect(down.lastError).toContain(new URL(node.url).host);
+    expect(down.healthy).toBe(false);
+    node.failNext(3, 503);
+    await node.start();
+    const next = assembleRound({ round: RECORDED_ROUND + 2, parentHash: lastHash });
+    node.addRound(next);
+    // The long poll is retried a second after a failure; the follower's own rounds back off.
+    await receiver.waitForRequests(PAYMENTS.length * 2, 60_000);
+    const second = bodies().filter((b) => b.blockNumber === RECORDED_ROUND + 2);
+    expect(second.map((b) => b.txId).sort()).toEqual([...PAYMENTS].sort());
+    lastHash = blockFromIndexer(next.indexer).hash;
+    await waitFor(async () => ((await status())?.healthy ? true : undefined), 'healthy again');
+  });
+
   test('a round that does not link to the last one: nothing notified, the follower stops with a clear error', async () => {
     const before = receiver.requests.length;
-    node.addRound(assembleRound({ round: RECORDED_ROUND + 2, parentHash: RECORDED_HASH }));
+    node.addRound(assembleRound({ round: RECORDED_ROUND + 3, parentHash: RECORDED_HASH }));
     const stopped = await waitFor(async () => {
       const s = await status();
       return s?.lastError?.includes('another chain') ? s : undefined;
     }, 'the mismatch in /readyz');
-    expect(stopped).toMatchObject({ healthy: false, height: RECORDED_ROUND + 1 });
+    expect(stopped).toMatchObject({ healthy: false, height: RECORDED_ROUND + 2 });
     const metrics = await (await fetch(`${t.app.url}/metrics`)).text();
     expect(metrics).toMatch(/ledgerhook_follower_healthy\{network="TALGO"\} 0/);
     expect(receiver.requests.length).toBe(before);

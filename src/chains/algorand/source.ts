@@ -233,13 +233,16 @@ export function createAlgodSource(options: AlgorandSourceOptions): AlgorandBlock
   };
 }
 
-/** Between failed long polls: the follower's own polling is the floor meanwhile. */
+/** Between failed long polls, doubling up to the longest: the follower's polling is the floor. */
 const LONG_POLL_RETRY_MS = 1_000;
+const LONG_POLL_RETRY_MAX_MS = 30_000;
 
 /**
  * algod's long poll as announcements: asks for the block after the last round seen and calls
  * `onHead` as soon as the node answers with a later one, so a new round is processed within
- * milliseconds rather than at the next poll. Returns a function that aborts the wait at once.
+ * milliseconds rather than at the next poll. A failed wait calls `onHead` too, so that the
+ * follower looks now and shows the failure in /readyz, then waits longer each time before asking
+ * again. Returns a function that aborts the wait at once.
  */
 function watchRounds(
   lastRound: () => Promise<number>,
@@ -249,10 +252,16 @@ function watchRounds(
   const stop = new AbortController();
   void (async () => {
     let seen: number | undefined;
+    let retryMs = LONG_POLL_RETRY_MS;
     while (!stop.signal.aborted) {
       try {
-        seen ??= await lastRound();
+        if (seen === undefined) {
+          // Rounds made while the wait was down were announced by nobody: look once now.
+          seen = await lastRound();
+          onHead();
+        }
         const last = await waitForBlockAfter(seen, stop.signal);
+        retryMs = LONG_POLL_RETRY_MS;
         if (last > seen) {
           seen = last;
           onHead();
@@ -260,7 +269,9 @@ function watchRounds(
       } catch {
         if (stop.signal.aborted) return;
         seen = undefined;
-        await new Promise((resolve) => setTimeout(resolve, LONG_POLL_RETRY_MS).unref());
+        onHead();
+        await new Promise((resolve) => setTimeout(resolve, retryMs).unref());
+        retryMs = Math.min(LONG_POLL_RETRY_MAX_MS, retryMs * 2);
       }
     }
   })();
