@@ -2,35 +2,17 @@
 // outputs) served by the tests' loopback Esplora node from its raw bytes, followed and matched
 // against 1,000,000 watched addresses, beside merely fetching and parsing the same block's pages.
 import crypto from 'node:crypto';
-import path from 'node:path';
 import { Block, address as btcAddress, networks as btcNetworks } from 'bitcoinjs-lib';
-import { and, eq, sql } from 'drizzle-orm';
-import pino from 'pino';
 import { v7 as uuidv7 } from 'uuid';
-import { createAccounts } from '../src/accounts/service.js';
 import { createEsploraSource } from '../src/chains/bitcoin/source.js';
 import { loadNetworks } from '../src/chains/networks.js';
-import { createIdempotency } from '../src/idempotency/service.js';
-import { notifications } from '../src/notify/schema.js';
-import { createEnvelope } from '../src/secrets/envelope.js';
-import { openStore, type Store } from '../src/store/db.js';
-import { createSubscriptions } from '../src/subscriptions/service.js';
+import type { Store } from '../src/store/db.js';
 import { type AddressIndex, createAddressIndex } from '../src/watch/address-index.js';
 import { bitcoinMatcher } from '../src/watch/bitcoin-notifications.js';
-import { createFollower } from '../src/watch/follower.js';
-import { chainCursors, chainHeaders } from '../src/watch/schema.js';
 import { block702861 } from '../test/helpers/bitcoin-blocks.js';
 import { startBitcoinNode } from '../test/helpers/bitcoin-node.js';
-import {
-  createScratchDatabase,
-  fixed,
-  formatTable,
-  grouped,
-  makeTempDir,
-  now,
-  onCleanup,
-  sleep,
-} from './lib.js';
+import { type Backend, measureFollowing, onBackend, subscribeWatched } from './followed-network.js';
+import { fixed, formatTable, grouped, medianSeconds, onCleanup } from './lib.js';
 
 const HEIGHT = 702861;
 /** Esplora's page of transactions, and the pages the source reads at once. */
@@ -46,18 +28,6 @@ export interface BitcoinPassOptions {
   backends: ('pglite' | 'postgres')[];
   databaseUrl: string | undefined;
   logLevel: string;
-}
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-
-async function timed(runs: number, run: () => Promise<void>): Promise<number> {
-  const seconds: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    const t = now();
-    await run();
-    seconds.push((now() - t) / 1000);
-  }
-  return median(seconds);
 }
 
 /** The reference: the block's header and every page of its transactions, 4 at once, parsed from JSON. */
@@ -143,7 +113,7 @@ function watchedOf(block: Block): { watched: string[]; expected: number } {
 }
 
 async function followerPass(
-  backend: 'pglite' | 'postgres',
+  backend: Backend,
   store: Store,
   nodeUrl: string,
   parentHash: string,
@@ -151,73 +121,26 @@ async function followerPass(
   watched: { watched: string[]; expected: number },
   logLevel: string,
 ): Promise<number> {
-  const { db } = store;
-  await store.migrate();
-  const issued = await createAccounts({ db }).bootstrap();
-  if (!issued) throw new Error(`${backend}: the database already had accounts`);
   const networks = loadNetworks({ LEDGERHOOK_RPC_BTC: nodeUrl });
   const network = networks.find('BTC')!;
-  const envelope = createEnvelope(crypto.randomBytes(32));
-  const subscriptions = createSubscriptions({
-    db,
-    envelope,
-    idempotency: createIdempotency({ db, envelope }),
-    networks,
-    urls: { checkUrl: async () => {} },
-    onChange: (change) => index.apply(change),
-  });
-  const created: string[] = [];
+  const unsubscribe = await subscribeWatched(store, networks, 'BTC', index, watched.watched);
   try {
-    for (const address of watched.watched) {
-      const sub = await subscriptions.create(issued.info.accountId, {
-        type: 'ADDRESS_TRANSACTION',
-        attr: { address, chain: 'BTC', url: 'http://127.0.0.1:9/hook' },
-        confirmations: 1,
-      });
-      created.push(sub.body.id);
-    }
     const source = createEsploraSource({ url: nodeUrl, network: btcNetworks.bitcoin });
-    return await timed(RUNS, async () => {
-      // From the block before, every run: the same block followed anew.
-      await db.delete(notifications).where(eq(notifications.chain, 'BTC'));
-      await db.delete(chainHeaders).where(eq(chainHeaders.network, 'BTC'));
-      await db.delete(chainCursors).where(eq(chainCursors.network, 'BTC'));
-      await db
-        .insert(chainCursors)
-        .values({ network: 'BTC', height: HEIGHT - 1, hash: parentHash, updatedAt: new Date() });
-      await db
-        .insert(chainHeaders)
-        .values({ network: 'BTC', height: HEIGHT - 1, hash: parentHash, parentHash: '00'.repeat(32) });
-      const follower = createFollower({
-        db,
-        network,
-        source,
-        match: bitcoinMatcher({ network, index }),
-        logger: pino({ level: logLevel }),
-        pollIntervalMs: 1_000,
-      });
-      follower.start();
-      try {
-        const deadline = Date.now() + 120_000;
-        for (;;) {
-          const status = follower.status();
-          if (status.height === HEIGHT) break;
-          if (status.lastError) throw new Error(`${backend}: the follower failed: ${status.lastError}`);
-          if (Date.now() > deadline) throw new Error(`${backend}: block ${HEIGHT} not followed in 120 s`);
-          await sleep(1);
-        }
-      } finally {
-        await follower.stop();
-      }
-      const [row] = await db
-        .select({ n: sql<number>`count(*)::int` })
-        .from(notifications)
-        .where(and(eq(notifications.chain, 'BTC')));
-      if (row?.n !== watched.expected)
-        throw new Error(`${backend}: ${row?.n} notifications written, ${watched.expected} expected`);
+    // From the block before, every run: the same block followed anew.
+    return await measureFollowing({
+      store,
+      network,
+      source,
+      match: bitcoinMatcher({ network, index }),
+      from: { height: HEIGHT - 1, hash: parentHash },
+      to: HEIGHT,
+      expected: watched.expected,
+      runs: RUNS,
+      label: backend,
+      logLevel,
     });
   } finally {
-    for (const id of created) index.apply({ type: 'remove', id });
+    unsubscribe();
   }
 }
 
@@ -239,46 +162,20 @@ export async function bitcoinPass(options: BitcoinPassOptions): Promise<string[]
   await fetchAndParse(node.url, hash, count); // warm-up: the node renders each page once
   const source = createEsploraSource({ url: node.url, network: btcNetworks.bitcoin });
   await source.block(HEIGHT);
-  const before = await timed(RUNS, () => fetchAndParse(node.url, hash, count));
-  const sourceSeconds = await timed(RUNS, async () => void (await source.block(HEIGHT)));
+  const before = await medianSeconds(RUNS, () => fetchAndParse(node.url, hash, count));
+  const sourceSeconds = await medianSeconds(RUNS, async () => void (await source.block(HEIGHT)));
   process.stdout.write(`${fixed(before, 3)} s\n`);
 
   const rows: [string, number, number | undefined][] = [];
   for (const backend of options.backends) {
     process.stdout.write(`  bitcoin: ${backend}: following block ${HEIGHT}... `);
-    let seconds: number;
-    if (backend === 'pglite') {
-      const store = await openStore({ pgliteDir: path.join(makeTempDir('ledgerhook-bench-btc-'), 'pglite') });
-      try {
-        seconds = await followerPass(backend, store, node.url, parentHash, index, watched, options.logLevel);
-      } finally {
-        await store.close();
-      }
-    } else {
-      const scratch = await createScratchDatabase(options.databaseUrl!, 'ingest_btc');
-      try {
-        const store = await openStore({ databaseUrl: scratch.url, onError: () => {} });
-        try {
-          seconds = await followerPass(
-            backend,
-            store,
-            node.url,
-            parentHash,
-            index,
-            watched,
-            options.logLevel,
-          );
-        } finally {
-          await store.close();
-        }
-      } finally {
-        await scratch.drop();
-      }
-    }
+    const seconds = await onBackend(backend, options.databaseUrl, 'ingest_btc', (store) =>
+      followerPass(backend, store, node.url, parentHash, index, watched, options.logLevel),
+    );
     process.stdout.write(`${fixed(seconds, 3)} s\n`);
     rows.push([`follower + matcher, ${backend}`, seconds, watched.expected]);
   }
-  const after = await timed(RUNS, () => fetchAndParse(node.url, hash, count));
+  const after = await medianSeconds(RUNS, () => fetchAndParse(node.url, hash, count));
   const reference = (before + after) / 2;
   const table = formatTable(
     ['pass', 'transactions', 'seconds', 'transactions/s', 'ratio to fetch + parse', 'notifications'],

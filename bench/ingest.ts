@@ -31,6 +31,7 @@ import { evmMatcher } from '../src/watch/evm-notifications.js';
 import { createFollower } from '../src/watch/follower.js';
 import { chainCursors, chainHeaders } from '../src/watch/schema.js';
 import { evmClient } from '../src/watch/watcher.js';
+import { algorandPass } from './ingest-algorand.js';
 import { bitcoinPass } from './ingest-bitcoin.js';
 import {
   childPids,
@@ -852,7 +853,8 @@ async function main(): Promise<void> {
       '',
     ].join('\n'),
   );
-  process.stdout.write(`${(await bitcoinPass(options)).join('\n')}\n\n`);
+  process.stdout.write(`${(await bitcoinPass(options)).join('\n')}\n`);
+  process.stdout.write(`${(await algorandPass(options)).join('\n')}\n\n`);
 }
 
 runMain('bench:ingest', main); // cleans up: stops anvil, removes temp dirs, drops the database

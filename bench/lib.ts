@@ -489,3 +489,41 @@ export const grouped = (value: number) => Math.round(value).toLocaleString('en-U
 export const fixed = (value: number, digits: number) =>
   Number.isFinite(value) ? value.toFixed(digits) : '-';
 export const percent = (value: number | undefined) => (value === undefined ? '-' : `${Math.round(value)}%`);
+
+/** The median seconds of `runs` runs of `run`. */
+export async function medianSeconds(runs: number, run: () => Promise<void>): Promise<number> {
+  const seconds: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t = now();
+    await run();
+    seconds.push((now() - t) / 1000);
+  }
+  seconds.sort((a, b) => a - b);
+  return seconds[Math.floor(seconds.length / 2)]!;
+}
+
+/** Runs a follower from its start until its cursor reaches `height`; fails on its first error. */
+export async function followUntil(
+  follower: {
+    start(): void;
+    stop(): Promise<void>;
+    status(): { height: number | null; lastError: string | null };
+  },
+  height: number,
+  label: string,
+  timeoutMs = 120_000,
+): Promise<void> {
+  follower.start();
+  try {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const status = follower.status();
+      if (status.height === height) return;
+      if (status.lastError) throw new Error(`${label}: the follower failed: ${status.lastError}`);
+      if (Date.now() > deadline) throw new Error(`${label}: ${height} not reached in ${timeoutMs / 1000} s`);
+      await sleep(1);
+    }
+  } finally {
+    await follower.stop();
+  }
+}
