@@ -24,6 +24,7 @@ import { createSubscriptions } from './subscriptions/service.js';
 import { createTransactions } from './transactions/service.js';
 import { packageVersion } from './version.js';
 import { createAddressIndex } from './watch/address-index.js';
+import { createRiskEnricher } from './watch/risk/enricher.js';
 import { createWatcher, type Watcher } from './watch/watcher.js';
 
 export const PGLITE_SUBDIR = 'pglite';
@@ -318,6 +319,9 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
 
     if (config.roles.has('watcher')) {
       const networks = config.networks;
+      const risk = createRiskEnricher(config.risk, { logger, networks });
+      steps.push({ name: 'risk providers', stop: () => risk.close() });
+      metrics.observe({ risk: () => risk.status() });
       watcher = createWatcher({
         db: store.db,
         networks,
@@ -327,6 +331,7 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
         alwaysFollow: options.alwaysFollow,
         tryLock: (name) => store.tryLock(name),
         listen: (channel, onNotify) => store.listen(channel, onNotify),
+        risk,
       });
       const started = watcher;
       steps.push({ name: 'chain watchers', stop: () => started.stop() });

@@ -6,6 +6,7 @@ import { ConfigError } from './errors.js';
 import type { RateLimit } from './http/rate-limit.js';
 import { type Cidr, parseAllowCidrs } from './notify/egress.js';
 import { DEFAULT_RETRY_SCHEDULE_MS, parseDuration, parseSchedule } from './notify/retry-policy.js';
+import { parseRiskConfig, type RiskConfig } from './watch/risk/config.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -58,6 +59,8 @@ export interface Config {
   readyTimeoutMs: number;
   /** The whole of a graceful stop; whatever has not stopped by then is left behind and the process exits. */
   shutdownTimeoutMs: number;
+  /** Risk scores for `addressesRiskRatio`; undefined when no provider is configured. */
+  risk: RiskConfig | undefined;
 }
 
 type Env = Record<string, string | undefined>;
@@ -191,6 +194,22 @@ export function parseDnsServers(text: string | undefined, variable = 'LEDGERHOOK
   return servers;
 }
 
+function readRisk(env: Env, networks: NetworkCatalog, cwd: string): RiskConfig | undefined {
+  return parseRiskConfig(
+    {
+      networks: env.LEDGERHOOK_RISK_NETWORKS,
+      lists: env.LEDGERHOOK_RISK_LISTS,
+      url: env.LEDGERHOOK_RISK_URL,
+      token: env.LEDGERHOOK_RISK_TOKEN,
+      // Short: a notification waits this long for its scores at most.
+      timeoutMs: readDuration(env, 'LEDGERHOOK_RISK_TIMEOUT', 250, 10, 10_000),
+      cacheTtlMs: readDuration(env, 'LEDGERHOOK_RISK_CACHE_TTL', 600_000, 0, MAX_TIMEOUT_MS),
+    },
+    networks,
+    cwd,
+  );
+}
+
 export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config {
   const port = readInt(env, 'PORT', 8080, 0, 65535);
   const host = readHost(env);
@@ -199,6 +218,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')} (got "${env.LOG_LEVEL}")`);
   }
   const masterKeyRaw = env.LEDGERHOOK_MASTER_KEY;
+  const networks = loadNetworks(env);
   const config: Config = {
     port,
     host,
@@ -208,7 +228,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     masterKey: masterKeyRaw && masterKeyRaw.trim() !== '' ? parseMasterKey(masterKeyRaw) : undefined,
     bodyLimit: readInt(env, 'LEDGERHOOK_BODY_LIMIT', 1024 * 1024, 1024, 64 * 1024 * 1024),
     roles: parseRoles(env.LEDGERHOOK_ROLES),
-    networks: loadNetworks(env),
+    networks,
     allowCidrs: parseAllowCidrs(env.LEDGERHOOK_ALLOW_CIDRS),
     dnsServers: parseDnsServers(env.LEDGERHOOK_DNS_SERVERS),
     retryScheduleMs: env.LEDGERHOOK_RETRY_SCHEDULE?.trim()
@@ -234,6 +254,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     // 8 s: inside the 10 s after which `docker stop` kills (Kubernetes and systemd wait longer), so
     // the process itself releases its claims and data directory. At least 1 s: closing takes some.
     shutdownTimeoutMs: readDuration(env, 'LEDGERHOOK_SHUTDOWN_TIMEOUT', 8_000, 1_000),
+    risk: readRisk(env, networks, cwd),
   };
   // Node refuses a headers timeout longer than the request's, which includes the headers.
   if (config.headersTimeoutMs > config.requestTimeoutMs) {

@@ -3,6 +3,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 import type { OutboxStats } from '../notify/outbox.js';
 import type { FollowerStatus } from '../watch/follower.js';
 import type { MempoolStatus } from '../watch/mempool.js';
+import type { RiskStatus } from '../watch/risk/provider.js';
 
 /** Where the gauges read from, each optional: a process without a role reports nothing of it. */
 export interface MetricSources {
@@ -13,6 +14,8 @@ export interface MetricSources {
   outbox?: () => Promise<OutboxStats>;
   /** Subscriptions by state: active, disabled, deleted. */
   subscriptions?: () => Promise<Record<string, number>>;
+  /** Risk score lookups and their failures (in a watcher process with a risk provider). */
+  risk?: () => RiskStatus;
 }
 
 /** Database-derived gauges are read at most this often, however often Prometheus scrapes. */
@@ -132,6 +135,26 @@ export function createMetrics() {
     collect() {
       this.reset();
       for (const [network, n] of Object.entries(sources.watchedAddresses?.() ?? {})) this.set({ network }, n);
+    },
+  });
+  new Counter({
+    name: 'ledgerhook_risk_lookups_total',
+    help: 'Risk score lookups for addressesRiskRatio, per network',
+    labelNames: ['network'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [network, n] of Object.entries(sources.risk?.().lookups ?? {})) this.inc({ network }, n);
+    },
+  });
+  new Counter({
+    name: 'ledgerhook_risk_failures_total',
+    help: 'Risk providers that failed a lookup, so the notification went out without addressesRiskRatio: timeout, error, circuit_open',
+    labelNames: ['network', 'provider', 'reason'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { count, ...labels } of sources.risk?.().failures ?? []) this.inc(labels, count);
     },
   });
   new Gauge({

@@ -15,6 +15,7 @@ import { bitcoinMatcher } from './bitcoin-notifications.js';
 import { evmMatcher } from './evm-notifications.js';
 import { type BlockMatcher, createFollower, type Follower, type FollowerStatus } from './follower.js';
 import { createEvmMempoolWatcher, type EvmMempoolWatcher, type MempoolStatus } from './mempool.js';
+import type { RiskEnricher } from './risk/enricher.js';
 
 export interface WatcherDeps {
   db: Db;
@@ -28,6 +29,8 @@ export interface WatcherDeps {
   tryLock?: Store['tryLock'];
   /** Subscription changes made by API processes elsewhere arrive by NOTIFY. */
   listen?: Store['listen'];
+  /** Risk scores for `addressesRiskRatio` (Solana's matcher will read them; unused until then). */
+  risk?: RiskEnricher;
 }
 
 export function evmClient(rpcUrls: string[]): PublicClient {
