@@ -12,6 +12,7 @@ export type RecordedSlot = (typeof RECORDED_SLOTS)[number];
 
 type Json = Record<string, unknown>;
 const texts = new Map<number, string>();
+const parsed = new Map<number, Json>();
 
 /** The recorded answer's text, as the node sent it (re-serialised by Python; see the README). */
 export function recordedBlockText(slot: RecordedSlot): string {
@@ -26,5 +27,10 @@ export function recordedBlockText(slot: RecordedSlot): string {
 
 /** The recorded `result`, integers as bigint: a fresh copy each time, free to edit. */
 export function recordedBlock(slot: RecordedSlot): Json {
-  return (parseExactJson(recordedBlockText(slot)) as Json).result as Json;
+  let result = parsed.get(slot);
+  if (!result) {
+    result = (parseExactJson(recordedBlockText(slot)) as Json).result as Json;
+    parsed.set(slot, result);
+  }
+  return structuredClone(result);
 }
