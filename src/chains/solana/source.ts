@@ -24,6 +24,7 @@
  */
 import WebSocket from 'ws';
 import { UpstreamUnavailableError } from '../../errors.js';
+import type { SolanaCommitment } from '../networks.js';
 import type { BlockSource, ChainBlock, ChainTip } from '../source.js';
 import {
   InexactNumberError,
@@ -32,8 +33,6 @@ import {
   solanaTransactionFromJson,
 } from './activity.js';
 import { createSolanaRpc, exactResult, type SolanaRpcAnswer, SolanaRpcError } from './rpc.js';
-
-export type SolanaCommitment = 'confirmed' | 'finalized';
 
 export interface SolanaSourceOptions {
   /** The JSON-RPC endpoint. */

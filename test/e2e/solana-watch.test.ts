@@ -1,0 +1,184 @@
+/**
+ * Watching Solana end to end: the real service follows a loopback Solana node of our own
+ * (test/helpers/solana-node.ts) serving the recorded mainnet block 110360000 and blocks ASSEMBLED
+ * from its real transactions (test/fixtures/chains/solana/README.md), with skipped slots and a
+ * block replaced at `confirmed`, and delivers signed notifications to a real receiver. Polling is
+ * all but off: slotSubscribe is what wakes the follower.
+ */
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { backends } from '../helpers/env.js';
+import { waitFor } from '../helpers/process.js';
+import { type Receiver, startReceiver } from '../helpers/receiver.js';
+import {
+  assembleBlock,
+  blockhashOf,
+  recordedSlot,
+  recordedTransactions,
+  type SolanaNode,
+  skippedSlot,
+  startSolanaNode,
+} from '../helpers/solana-node.js';
+
+type Body = Record<string, unknown>;
+type Status = { network: string; height: number | null; healthy: boolean; lastError: string | null };
+
+const R = 110360000;
+const RECORDED_HASH = 'Dts3MwZrz3DdABfEMtCnEPV8mcGiqvdwEW53YcpuVCEF';
+const TX = {
+  /** 0.05 SOL from SENDER to RECEIVER (fee 5000 paid by SENDER). */
+  sol: '5kQSE8yKLY9eNNXrxLpFTWgEaXnb9yNBNhCa7m3ZnVa27UmaSAoociV3873bXndVRSt2nF9cnySvhvUCvWVrKbcq',
+  /** 1 KIN from token account KIN_ACCOUNT (owner 8yPnD6…) to 5WuYxq…; FEE_PAYER pays the fee. */
+  kin: '2P7vbmZhjPoyPN51q37T2w8vkKaFTbiS3tAPVE1hjkpc6bp5f7iJp9ssps61WYEJgUTTXR2P3wtzUEN2tXqvVjVY',
+  /** Failed ({InstructionError: [0, {Custom: 0}]}): its payer FAILED_PAYER paid 5000 lamports. */
+  failed: '5MB1QyhmxNbQf5J1aPCLdS8c9cPwCNKezxj6HhqymXd5unmUMzASp76igP1fJhQdqYHdjvozsjbwvoZetQ7zYGee',
+  /** 0.0213 SOL from AobVSw… to LATER. */
+  later: 'YDAVum38BgUjj3KmQUVjAjwTa6VseqBAofjD72UW75FdoqGez6niToiscB6sDguDpHzu8GNLPYgNBdVVGPdCuB4',
+};
+const SENDER = '9ud9oY4WLP3jb9LkJ7CqR7an7GQoenAUgLigYCFNfHP6';
+const RECEIVER = 'GJ7sYR315wBMmFkSbvAbZai216sA8Mpf58JBmRHZP4eL';
+const KIN = 'kinXdEcpDQeHPEuQnqmUgtYykqKGVFq6CeVX5iAHJq6';
+const KIN_ACCOUNT = '68pjdf2E4JvhQymcaFi7ZGgm5Tnrnt6Aa2c2r13sgV6s';
+const FEE_PAYER = 'agsWhfJ5PPGjmzMieWY8BR5o1XRVszUBQ5uFz4CtDiJ';
+const FAILED_PAYER = 'CHaH4FPhSKqH59E77R3GkpUGnHeLfXnT5wFCpLNw6JWH';
+const LATER = '2WN3BG1HnJnidQyaQp2xCqxsDynGTDCAqxzunqgpBVZb';
+const SOURCE_OF_LATER = 'AobVSwdW9BbpMdJvTqeCN4hPAmh4rHm7vwLnQ5ATSyrS';
+
+describe.each(backends)('watching Solana on %s', (backend) => {
+  let node: SolanaNode;
+  let t: TestApp;
+  let receiver: Receiver;
+  const secrets = new Map<string, string>();
+  const subscriptionOf = new Map<string, string>();
+
+  const status = async (): Promise<Status | undefined> => {
+    const ready = (await (await fetch(`${t.app.url}/readyz`)).json()) as { networks: Status[] };
+    return ready.networks.find((n) => n.network === 'SOL');
+  };
+  /** Every delivery, its signature verified with its subscription's secret. */
+  const bodies = (): Body[] =>
+    receiver.requests.map((r) => {
+      const body = JSON.parse(r.body) as Body;
+      new Webhook(secrets.get(body.subscriptionId as string)!).verify(
+        r.body,
+        r.headers as Record<string, string>,
+      );
+      return body;
+    });
+  const expected = (watched: string, fields: Body): Body => ({
+    address: watched,
+    type: 'native',
+    asset: 'SOL',
+    ...fields,
+    subscriptionId: subscriptionOf.get(watched),
+    chain: 'SOL',
+    watchedAddress: watched,
+    confirmations: 1,
+  });
+
+  beforeAll(async () => {
+    node = await startSolanaNode();
+    node.setSlots([recordedSlot(R)]);
+    receiver = await startReceiver();
+    t = await startTestApp(backend, {
+      LEDGERHOOK_ROLES: 'all',
+      LEDGERHOOK_RPC_SOL: node.url,
+      LEDGERHOOK_WS_SOL: node.wsUrl,
+      LEDGERHOOK_WATCH_POLL_INTERVAL: '600s',
+    });
+    for (const address of [RECEIVER, KIN_ACCOUNT, FEE_PAYER, FAILED_PAYER, LATER]) {
+      const res = await t.request('POST', '/api/v1/subscription', {
+        body: { type: 'ADDRESS_TRANSACTION', attr: { chain: 'SOL', address, url: receiver.url } },
+      });
+      expect(res.status, res.text).toBe(201);
+      const { id, secret } = res.body as { id: string; secret: string };
+      secrets.set(id, secret);
+      subscriptionOf.set(address, id);
+    }
+    await waitFor(async () => ((await status())?.height === R ? true : undefined), 'the recorded slot');
+    await waitFor(() => (node.subscribers() > 0 ? true : undefined), 'slotSubscribe');
+  });
+  afterAll(async () => {
+    await t?.close();
+    await receiver?.close();
+    await node?.close();
+  });
+
+  const first = assembleBlock({
+    slot: R + 3,
+    parentSlot: R,
+    previousBlockhash: RECORDED_HASH,
+    transactions: recordedTransactions(R, [TX.sol, TX.kin, TX.failed]),
+  });
+
+  test('two skipped slots, then a block: a SOL receipt and a token account’s debit; fee-only and failed nothing', async () => {
+    node.addSlots(skippedSlot(R + 1), skippedSlot(R + 2), first);
+    await receiver.waitForRequests(2, 10_000);
+    await waitFor(async () => ((await status())?.height === R + 3 ? true : undefined), 'slot R+3 processed');
+    const got = bodies();
+    expect(
+      got
+        .map(({ id: _, ...rest }) => rest)
+        .sort((a, b) => String(a.address).localeCompare(String(b.address))),
+    ).toEqual([
+      expected(KIN_ACCOUNT, {
+        txId: TX.kin,
+        type: 'token',
+        blockNumber: R + 3,
+        asset: KIN,
+        amount: '-1',
+        counterAddress: '5WuYxq75GcEv7YUwWrUR7HayZgqgDyjsrVNz5LJuEG1d',
+      }),
+      expected(RECEIVER, { txId: TX.sol, blockNumber: R + 3, amount: '0.05', counterAddress: SENDER }),
+    ]);
+    for (const r of receiver.requests) expect(r.headers['webhook-id']).toBe(JSON.parse(r.body).id);
+  });
+
+  test('the block replaced at `confirmed` without the KIN transfer: it is withdrawn, the SOL receipt left alone', async () => {
+    const replacement = assembleBlock({
+      slot: R + 3,
+      parentSlot: R,
+      previousBlockhash: RECORDED_HASH,
+      transactions: recordedTransactions(R, [TX.sol]),
+      fork: 'b',
+    });
+    const before = bodies();
+    node.replace(replacement);
+    await receiver.waitForRequests(3, 10_000);
+    const withdrawal = bodies().find((b) => b.reorg === true)!;
+    const original = before.find((b) => b.txId === TX.kin)!;
+    expect(withdrawal).toEqual({ ...original, id: withdrawal.id, reorg: true });
+
+    // The next real block links to the replacement through a skipped slot.
+    node.addSlots(
+      skippedSlot(R + 4),
+      assembleBlock({
+        slot: R + 5,
+        parentSlot: R + 3,
+        previousBlockhash: blockhashOf(replacement),
+        transactions: recordedTransactions(R, [TX.later]),
+      }),
+    );
+    await receiver.waitForRequests(4, 10_000);
+    const all = bodies();
+    const { id: _, ...latest } = all.find((b) => b.txId === TX.later)!;
+    expect(latest).toEqual(
+      expected(LATER, {
+        txId: TX.later,
+        blockNumber: R + 5,
+        amount: '0.0213',
+        counterAddress: SOURCE_OF_LATER,
+      }),
+    );
+    // Nothing else: the SOL receipt was not notified again, the fee payer and failed payer never.
+    expect(all).toHaveLength(4);
+    expect(all.filter((b) => b.watchedAddress === FEE_PAYER || b.watchedAddress === FAILED_PAYER)).toEqual(
+      [],
+    );
+    await waitFor(async () => {
+      const s = await status();
+      return s?.height === R + 5 && s.healthy ? s : undefined;
+    }, 'slot R+5 processed');
+  });
+});
