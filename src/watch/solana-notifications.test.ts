@@ -4,42 +4,30 @@
  * src/chains/solana/activity.test.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { recordedBlock } from '../../test/helpers/solana-blocks.js';
+import {
+  FAILED_PAYER,
+  KIN,
+  KIN_ACCOUNT,
+  KIN_FEE_PAYER,
+  KIN_RECEIVER,
+  RECEIVER,
+  recordedBlock,
+  SENDER,
+  SLOT,
+  TX,
+} from '../../test/helpers/solana-blocks.js';
+import { indexWatching } from '../../test/helpers/watching.js';
 import { loadNetworks } from '../chains/networks.js';
 import { solanaActivityFromBlock } from '../chains/solana/source.js';
-import { createAddressIndex } from './address-index.js';
 import { solanaMatcher } from './solana-notifications.js';
 
 const network = loadNetworks({}).find('SOL')!;
-const R = 110360000;
-const SOL_TRANSFER =
-  '5kQSE8yKLY9eNNXrxLpFTWgEaXnb9yNBNhCa7m3ZnVa27UmaSAoociV3873bXndVRSt2nF9cnySvhvUCvWVrKbcq';
-const KIN_TRANSFER =
-  '2P7vbmZhjPoyPN51q37T2w8vkKaFTbiS3tAPVE1hjkpc6bp5f7iJp9ssps61WYEJgUTTXR2P3wtzUEN2tXqvVjVY';
-const KIN = 'kinXdEcpDQeHPEuQnqmUgtYykqKGVFq6CeVX5iAHJq6';
-const SENDER = '9ud9oY4WLP3jb9LkJ7CqR7an7GQoenAUgLigYCFNfHP6';
-const RECEIVER = 'GJ7sYR315wBMmFkSbvAbZai216sA8Mpf58JBmRHZP4eL';
-/** The KIN sender's token account, watched by its own address. */
-const KIN_TOKEN_ACCOUNT = '68pjdf2E4JvhQymcaFi7ZGgm5Tnrnt6Aa2c2r13sgV6s';
-/** The fee payer of the block's KIN transfers, which pays only fees. */
-const KIN_FEE_PAYER = 'agsWhfJ5PPGjmzMieWY8BR5o1XRVszUBQ5uFz4CtDiJ';
+const R = SLOT;
+const SOL_TRANSFER = TX.sol;
+const KIN_TRANSFER = TX.kin;
+const KIN_TOKEN_ACCOUNT = KIN_ACCOUNT;
 
-function watching(...addresses: string[]) {
-  const index = createAddressIndex(() => 'solana');
-  for (const [i, address] of addresses.entries())
-    index.apply({
-      type: 'upsert',
-      subscription: {
-        id: `sub-${i}`,
-        accountId: 'a',
-        network: 'SOL',
-        address,
-        confirmations: 1,
-        mempool: false,
-      },
-    });
-  return index;
-}
+const watching = (...addresses: string[]) => indexWatching(network, ...addresses);
 
 async function matchRecorded(...addresses: string[]) {
   const result = recordedBlock(R);
@@ -103,7 +91,7 @@ describe('solanaMatcher', () => {
         blockNumber: R,
         asset: KIN,
         amount: '-1',
-        counterAddress: '5WuYxq75GcEv7YUwWrUR7HayZgqgDyjsrVNz5LJuEG1d',
+        counterAddress: KIN_RECEIVER,
         ...common('n', 'sub-0', KIN_TOKEN_ACCOUNT),
       },
     ]);
@@ -112,16 +100,7 @@ describe('solanaMatcher', () => {
   it('a fee payer that pays only fees is never notified; a failed transaction notifies nobody', async () => {
     expect(await matchRecorded(KIN_FEE_PAYER)).toEqual([]);
     // 5MB1Qy… failed: its payer paid 5000 lamports and nothing else happened.
-    const FAILED_PAYER = (
-      recordedBlock(R).transactions as { transaction: { message: { accountKeys: { pubkey: string }[] } } }[]
-    )[5]!.transaction.message.accountKeys[0]!.pubkey;
     const matches = await matchRecorded(FAILED_PAYER);
-    expect(
-      matches.filter((m) =>
-        m.key.startsWith(
-          '5MB1QyhmxNbQf5J1aPCLdS8c9cPwCNKezxj6HhqymXd5unmUMzASp76igP1fJhQdqYHdjvozsjbwvoZetQ7zYGee',
-        ),
-      ),
-    ).toEqual([]);
+    expect(matches.filter((m) => m.key.startsWith(TX.failed))).toEqual([]);
   });
 });

@@ -12,6 +12,20 @@ import { backends } from '../helpers/env.js';
 import { waitFor } from '../helpers/process.js';
 import { type Receiver, startReceiver } from '../helpers/receiver.js';
 import {
+  FAILED_PAYER,
+  KIN,
+  KIN_ACCOUNT,
+  KIN_FEE_PAYER,
+  KIN_RECEIVER,
+  LATER_RECEIVER,
+  LATER_SENDER,
+  RECEIVER,
+  SENDER,
+  SLOT,
+  SLOT_HASH,
+  TX,
+} from '../helpers/solana-blocks.js';
+import {
   assembleBlock,
   blockhashOf,
   recordedSlot,
@@ -24,26 +38,8 @@ import {
 type Body = Record<string, unknown>;
 type Status = { network: string; height: number | null; healthy: boolean; lastError: string | null };
 
-const R = 110360000;
-const RECORDED_HASH = 'Dts3MwZrz3DdABfEMtCnEPV8mcGiqvdwEW53YcpuVCEF';
-const TX = {
-  /** 0.05 SOL from SENDER to RECEIVER (fee 5000 paid by SENDER). */
-  sol: '5kQSE8yKLY9eNNXrxLpFTWgEaXnb9yNBNhCa7m3ZnVa27UmaSAoociV3873bXndVRSt2nF9cnySvhvUCvWVrKbcq',
-  /** 1 KIN from token account KIN_ACCOUNT (owner 8yPnD6…) to 5WuYxq…; FEE_PAYER pays the fee. */
-  kin: '2P7vbmZhjPoyPN51q37T2w8vkKaFTbiS3tAPVE1hjkpc6bp5f7iJp9ssps61WYEJgUTTXR2P3wtzUEN2tXqvVjVY',
-  /** Failed ({InstructionError: [0, {Custom: 0}]}): its payer FAILED_PAYER paid 5000 lamports. */
-  failed: '5MB1QyhmxNbQf5J1aPCLdS8c9cPwCNKezxj6HhqymXd5unmUMzASp76igP1fJhQdqYHdjvozsjbwvoZetQ7zYGee',
-  /** 0.0213 SOL from AobVSw… to LATER. */
-  later: 'YDAVum38BgUjj3KmQUVjAjwTa6VseqBAofjD72UW75FdoqGez6niToiscB6sDguDpHzu8GNLPYgNBdVVGPdCuB4',
-};
-const SENDER = '9ud9oY4WLP3jb9LkJ7CqR7an7GQoenAUgLigYCFNfHP6';
-const RECEIVER = 'GJ7sYR315wBMmFkSbvAbZai216sA8Mpf58JBmRHZP4eL';
-const KIN = 'kinXdEcpDQeHPEuQnqmUgtYykqKGVFq6CeVX5iAHJq6';
-const KIN_ACCOUNT = '68pjdf2E4JvhQymcaFi7ZGgm5Tnrnt6Aa2c2r13sgV6s';
-const FEE_PAYER = 'agsWhfJ5PPGjmzMieWY8BR5o1XRVszUBQ5uFz4CtDiJ';
-const FAILED_PAYER = 'CHaH4FPhSKqH59E77R3GkpUGnHeLfXnT5wFCpLNw6JWH';
-const LATER = '2WN3BG1HnJnidQyaQp2xCqxsDynGTDCAqxzunqgpBVZb';
-const SOURCE_OF_LATER = 'AobVSwdW9BbpMdJvTqeCN4hPAmh4rHm7vwLnQ5ATSyrS';
+const R = SLOT;
+const FEE_PAYER = KIN_FEE_PAYER;
 
 describe.each(backends)('watching Solana on %s', (backend) => {
   let node: SolanaNode;
@@ -87,7 +83,7 @@ describe.each(backends)('watching Solana on %s', (backend) => {
       LEDGERHOOK_WS_SOL: node.wsUrl,
       LEDGERHOOK_WATCH_POLL_INTERVAL: '600s',
     });
-    for (const address of [RECEIVER, KIN_ACCOUNT, FEE_PAYER, FAILED_PAYER, LATER]) {
+    for (const address of [RECEIVER, KIN_ACCOUNT, FEE_PAYER, FAILED_PAYER, LATER_RECEIVER]) {
       const res = await t.request('POST', '/api/v1/subscription', {
         body: { type: 'ADDRESS_TRANSACTION', attr: { chain: 'SOL', address, url: receiver.url } },
       });
@@ -108,7 +104,7 @@ describe.each(backends)('watching Solana on %s', (backend) => {
   const first = assembleBlock({
     slot: R + 3,
     parentSlot: R,
-    previousBlockhash: RECORDED_HASH,
+    previousBlockhash: SLOT_HASH,
     transactions: recordedTransactions(R, [TX.sol, TX.kin, TX.failed]),
   });
 
@@ -128,7 +124,7 @@ describe.each(backends)('watching Solana on %s', (backend) => {
         blockNumber: R + 3,
         asset: KIN,
         amount: '-1',
-        counterAddress: '5WuYxq75GcEv7YUwWrUR7HayZgqgDyjsrVNz5LJuEG1d',
+        counterAddress: KIN_RECEIVER,
       }),
       expected(RECEIVER, { txId: TX.sol, blockNumber: R + 3, amount: '0.05', counterAddress: SENDER }),
     ]);
@@ -139,7 +135,7 @@ describe.each(backends)('watching Solana on %s', (backend) => {
     const replacement = assembleBlock({
       slot: R + 3,
       parentSlot: R,
-      previousBlockhash: RECORDED_HASH,
+      previousBlockhash: SLOT_HASH,
       transactions: recordedTransactions(R, [TX.sol]),
       fork: 'b',
     });
@@ -164,11 +160,11 @@ describe.each(backends)('watching Solana on %s', (backend) => {
     const all = bodies();
     const { id: _, ...latest } = all.find((b) => b.txId === TX.later)!;
     expect(latest).toEqual(
-      expected(LATER, {
+      expected(LATER_RECEIVER, {
         txId: TX.later,
         blockNumber: R + 5,
         amount: '0.0213',
-        counterAddress: SOURCE_OF_LATER,
+        counterAddress: LATER_SENDER,
       }),
     );
     // Nothing else: the SOL receipt was not notified again, the fee payer and failed payer never.

@@ -11,10 +11,10 @@
  */
 import { createHash } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { getBase58Decoder } from '@solana/kit';
 import { stringify } from 'lossless-json';
 import { type WebSocket, WebSocketServer } from 'ws';
+import { listenOnLoopback, type RestartableNode } from './loopback-server.js';
 import { type RecordedSlot, recordedBlock } from './solana-blocks.js';
 
 type Json = Record<string, unknown>;
@@ -75,7 +75,7 @@ export interface SolanaNodeRequest {
   params: unknown[];
 }
 
-export interface SolanaNode {
+export interface SolanaNode extends RestartableNode {
   /** The JSON-RPC endpoint. */
   readonly url: string;
   /** `ws://` on the same port: slotSubscribe. */
@@ -93,10 +93,6 @@ export interface SolanaNode {
   failNext(count: number, status?: number): void;
   /** Open slotSubscribe subscriptions. */
   subscribers(): number;
-  /** Stop listening (unreachable) and drop connections; start() listens again on the same port. */
-  stop(): Promise<void>;
-  start(): Promise<void>;
-  close(): Promise<void>;
 }
 
 interface RpcError {
@@ -226,25 +222,10 @@ export async function startSolanaNode(): Promise<SolanaNode> {
     }
   }
 
-  let port = 0;
-  const listen = () =>
-    new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, '127.0.0.1', () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-  const stop = () =>
-    new Promise<void>((resolve) => {
-      for (const ws of sockets.clients) ws.terminate();
-      subscriptions.clear();
-      if (!server.listening) return resolve();
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
-  await listen();
-  port = (server.address() as AddressInfo).port;
+  const { port, start, stop } = await listenOnLoopback(server, () => {
+    for (const ws of sockets.clients) ws.terminate();
+    subscriptions.clear();
+  });
 
   return {
     url: `http://127.0.0.1:${port}`,
@@ -274,7 +255,7 @@ export async function startSolanaNode(): Promise<SolanaNode> {
     },
     subscribers: () => subscriptions.size,
     stop,
-    start: listen,
+    start,
     async close() {
       await stop();
       await new Promise<void>((resolve) => sockets.close(() => resolve()));

@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { fixturePath } from '../../../test/helpers/fixture-node.js';
-import { RECORDED_SLOTS, recordedBlock } from '../../../test/helpers/solana-blocks.js';
+import { RECORDED_SLOTS, recordedBlock, TX } from '../../../test/helpers/solana-blocks.js';
 import { parseExactJson } from '../node-http.js';
 import {
   counterpartyOf,
@@ -22,6 +22,7 @@ import {
 } from './activity.js';
 
 type Json = Record<string, unknown>;
+const SOL_TRANSFER = TX.sol;
 
 const recordedTx = (name: string): Json =>
   (parseExactJson(fs.readFileSync(fixturePath('chains/solana', name), 'utf8')) as Json).result as Json;
@@ -51,9 +52,7 @@ describe('the recorded blocks, whole', () => {
   });
 
   it('slot 110360000, by hand: a SOL transfer of 0.05 from 9ud9oY… to GJ7sYR…', () => {
-    const tx = blockTransactions(110360000).get(
-      '5kQSE8yKLY9eNNXrxLpFTWgEaXnb9yNBNhCa7m3ZnVa27UmaSAoociV3873bXndVRSt2nF9cnySvhvUCvWVrKbcq',
-    )!;
+    const tx = blockTransactions(110360000).get(SOL_TRANSFER)!;
     // 9ud9oY…: 328378169 → 278373169 = −50005000 (50000000 sent + the 5000 fee);
     // GJ7sYR…: 0 → 50000000. The system program (1 → 1) does not change.
     expect(lines(solanaChanges(tx))).toEqual([
@@ -87,6 +86,17 @@ describe('the recorded blocks, whole', () => {
     expect(tx.failed).toBe(true);
     expect(tx.postBalances[0]! - tx.preBalances[0]!).toBe(-5000n);
     expect(solanaChanges(tx)).toEqual([]);
+  });
+
+  it('CONSTRUCTED: `meta.err` alone decides — the recorded SOL transfer marked failed notifies nothing', () => {
+    // A real failed transaction changes only its fee, which would not notify anyway: this one
+    // keeps the transfer's balances, so only the failure can silence it.
+    const raw = (recordedBlock(110360000).transactions as Json[]).find(
+      (t) => ((t.transaction as Json).signatures as string[])[0] === SOL_TRANSFER,
+    )!;
+    const failed = { ...raw, meta: { ...(raw.meta as Json), err: { InstructionError: [0, { Custom: 1 }] } } };
+    expect(solanaChanges(solanaTransactionFromJson(raw))).toHaveLength(2);
+    expect(solanaChanges(solanaTransactionFromJson(failed))).toEqual([]);
   });
 
   /**

@@ -5,7 +5,14 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../../test/helpers/process.js';
-import { recordedBlock } from '../../../test/helpers/solana-blocks.js';
+import {
+  recordedBlock,
+  SENDER,
+  SLOT,
+  SLOT_HASH,
+  SLOT_PARENT_HASH,
+  TX,
+} from '../../../test/helpers/solana-blocks.js';
 import {
   assembleBlock,
   blockhashOf,
@@ -19,10 +26,9 @@ import { UpstreamUnavailableError } from '../../errors.js';
 import { solanaChanges } from './activity.js';
 import { createSolanaSource } from './source.js';
 
-const R = 110360000;
-const RECORDED_HASH = 'Dts3MwZrz3DdABfEMtCnEPV8mcGiqvdwEW53YcpuVCEF';
-const SOL_TRANSFER =
-  '5kQSE8yKLY9eNNXrxLpFTWgEaXnb9yNBNhCa7m3ZnVa27UmaSAoociV3873bXndVRSt2nF9cnySvhvUCvWVrKbcq';
+const R = SLOT;
+const RECORDED_HASH = SLOT_HASH;
+const SOL_TRANSFER = TX.sol;
 
 let node: SolanaNode;
 beforeAll(async () => {
@@ -87,7 +93,7 @@ describe('reading blocks', () => {
     const blocks = [];
     for (let slot = R; slot <= R + 3; slot++) blocks.push(await source.block(slot));
     expect(blocks.map((b) => [b!.height, b!.hash, b!.parentHash, b!.activity.length])).toEqual([
-      [R, RECORDED_HASH, 'FvLzwtSqp5td7tmq6KbMmK5p9vo8DdsPWxUjWypHCyai', 4435],
+      [R, RECORDED_HASH, SLOT_PARENT_HASH, 4435],
       [R + 1, RECORDED_HASH, RECORDED_HASH, 0],
       [R + 2, RECORDED_HASH, RECORDED_HASH, 0],
       [R + 3, blockhashOf(next), RECORDED_HASH, 1],
@@ -160,7 +166,7 @@ describe('reading blocks', () => {
     const [change] = solanaChanges(read!.activity[0]!);
     // 328378169 → 278373169 both plus 2^53: still −50005000 to the lamport.
     expect(change).toMatchObject({
-      address: '9ud9oY4WLP3jb9LkJ7CqR7an7GQoenAUgLigYCFNfHP6',
+      address: SENDER,
       amount: -50005000n,
     });
     expect(read!.activity[0]!.preBalances[0]).toBe(328378169n + big);
@@ -168,15 +174,21 @@ describe('reading blocks', () => {
 });
 
 describe('slotSubscribe', () => {
-  it('each slot notification wakes the follower; stopping closes the socket without waiting on the node', async () => {
+  /** A source on the node's WebSocket, counting its wake-ups, once subscribed. */
+  async function subscribed() {
     chainWithSkips();
     const source = createSolanaSource({ url: node.url, wsUrl: node.wsUrl });
-    let heads = 0;
-    const stop = source.watchHeads!(() => heads++);
+    const counter = { heads: 0 };
+    const stop = source.watchHeads!(() => counter.heads++);
+    await waitFor(() => (node.subscribers() === 1 ? true : undefined), 'the subscription');
+    return { counter, stop };
+  }
+
+  it('each slot notification wakes the follower; stopping closes the socket without waiting on the node', async () => {
+    const { counter, stop } = await subscribed();
     try {
-      await waitFor(() => (node.subscribers() === 1 ? true : undefined), 'the subscription');
       node.addSlots(skippedSlot(R + 4), skippedSlot(R + 5));
-      await waitFor(() => (heads >= 2 ? true : undefined), 'two slot notifications');
+      await waitFor(() => (counter.heads >= 2 ? true : undefined), 'two slot notifications');
     } finally {
       stop();
     }
@@ -184,14 +196,10 @@ describe('slotSubscribe', () => {
   });
 
   it('a dropped socket wakes the follower and subscribes again', async () => {
-    chainWithSkips();
-    const source = createSolanaSource({ url: node.url, wsUrl: node.wsUrl });
-    let heads = 0;
-    const stop = source.watchHeads!(() => heads++);
+    const { counter, stop } = await subscribed();
     try {
-      await waitFor(() => (node.subscribers() === 1 ? true : undefined), 'the subscription');
       await node.stop();
-      await waitFor(() => (heads >= 1 ? true : undefined), 'a wake on the dropped socket');
+      await waitFor(() => (counter.heads >= 1 ? true : undefined), 'a wake on the dropped socket');
       await node.start();
       await waitFor(() => (node.subscribers() === 1 ? true : undefined), 'subscribed again', 10_000);
     } finally {
