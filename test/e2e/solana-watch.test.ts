@@ -27,6 +27,7 @@ import {
 } from '../helpers/solana-blocks.js';
 import {
   assembleBlock,
+  assembledHash,
   blockhashOf,
   recordedSlot,
   recordedTransactions,
@@ -40,6 +41,12 @@ type Status = { network: string; height: number | null; healthy: boolean; lastEr
 
 const R = SLOT;
 const FEE_PAYER = KIN_FEE_PAYER;
+/** Another real KIN transfer of the slot: 0.01309 KIN from Auj8GY… to KIN_OWNER. */
+const KIN_TO_OWNER =
+  'FEQuCuZ3PRsMnH7xrAk8VpmhASxxoUQEHwvdS52R9x1HWGpbkvR4X5YTHA8BcQtA4fi4FDaPoLwtAyUstHBFucz';
+const KIN_OWNER = '6EqVQjUfE4aoz4aiuMcXzHxmBXrs7HHzNVnMXm4i9a71';
+/** The hash assembleBlock gave a slot (no fork label). */
+const assembledHashOf = (slot: number) => assembledHash(`${slot} `);
 
 describe.each(backends)('watching Solana on %s', (backend) => {
   let node: SolanaNode;
@@ -73,6 +80,17 @@ describe.each(backends)('watching Solana on %s', (backend) => {
     confirmations: 1,
   });
 
+  /** One subscription per address, to the one receiver; its secret kept to verify deliveries. */
+  async function subscribe(address: string): Promise<void> {
+    const res = await t.request('POST', '/api/v1/subscription', {
+      body: { type: 'ADDRESS_TRANSACTION', attr: { chain: 'SOL', address, url: receiver.url } },
+    });
+    expect(res.status, res.text).toBe(201);
+    const { id, secret } = res.body as { id: string; secret: string };
+    secrets.set(id, secret);
+    subscriptionOf.set(address, id);
+  }
+
   beforeAll(async () => {
     node = await startSolanaNode();
     node.setSlots([recordedSlot(R)]);
@@ -83,15 +101,8 @@ describe.each(backends)('watching Solana on %s', (backend) => {
       LEDGERHOOK_WS_SOL: node.wsUrl,
       LEDGERHOOK_WATCH_POLL_INTERVAL: '600s',
     });
-    for (const address of [RECEIVER, KIN_ACCOUNT, FEE_PAYER, FAILED_PAYER, LATER_RECEIVER]) {
-      const res = await t.request('POST', '/api/v1/subscription', {
-        body: { type: 'ADDRESS_TRANSACTION', attr: { chain: 'SOL', address, url: receiver.url } },
-      });
-      expect(res.status, res.text).toBe(201);
-      const { id, secret } = res.body as { id: string; secret: string };
-      secrets.set(id, secret);
-      subscriptionOf.set(address, id);
-    }
+    for (const address of [RECEIVER, KIN_ACCOUNT, FEE_PAYER, FAILED_PAYER, LATER_RECEIVER])
+      await subscribe(address);
     await waitFor(async () => ((await status())?.height === R ? true : undefined), 'the recorded slot');
     await waitFor(() => (node.subscribers() > 0 ? true : undefined), 'slotSubscribe');
   });
@@ -176,5 +187,43 @@ describe.each(backends)('watching Solana on %s', (backend) => {
       const s = await status();
       return s?.height === R + 5 && s.healthy ? s : undefined;
     }, 'slot R+5 processed');
+  });
+  test('the node down: /readyz shows it at once (the dropped socket wakes the follower); back, a token receipt per owner', async () => {
+    await subscribe(KIN_OWNER);
+
+    await node.stop();
+    const down = await waitFor(
+      async () => {
+        const s = await status();
+        return s?.lastError ? s : undefined;
+      },
+      'the outage in /readyz',
+      10_000,
+    );
+    expect(down.lastError).toContain(new URL(node.url).host);
+    await node.start();
+    await waitFor(() => (node.subscribers() > 0 ? true : undefined), 'slotSubscribe again', 15_000);
+    node.addSlots(
+      assembleBlock({
+        slot: R + 6,
+        parentSlot: R + 5,
+        previousBlockhash: assembledHashOf(R + 5),
+        transactions: recordedTransactions(R, [KIN_TO_OWNER]),
+      }),
+    );
+    await receiver.waitForRequests(5, 15_000);
+    const { id: _, ...got } = bodies().find((b) => b.txId === KIN_TO_OWNER)!;
+    // Token account 3, owner 6EqVQj…: 900000 → 901309 (5 decimals); owner Auj8GY… the other way.
+    expect(got).toEqual(
+      expected(KIN_OWNER, {
+        txId: KIN_TO_OWNER,
+        type: 'token',
+        blockNumber: R + 6,
+        asset: KIN,
+        amount: '0.01309',
+        counterAddress: 'Auj8GYGqHgoTwTTowQft7WWZafzNnMkGaKc4pPafiN8K',
+      }),
+    );
+    await waitFor(async () => ((await status())?.healthy ? true : undefined), 'healthy again');
   });
 });
