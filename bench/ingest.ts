@@ -33,6 +33,7 @@ import { chainCursors, chainHeaders } from '../src/watch/schema.js';
 import { evmClient } from '../src/watch/watcher.js';
 import { algorandPass } from './ingest-algorand.js';
 import { bitcoinPass } from './ingest-bitcoin.js';
+import { solanaPass } from './ingest-solana.js';
 import {
   childPids,
   commCpuDelta,
@@ -854,7 +855,8 @@ async function main(): Promise<void> {
     ].join('\n'),
   );
   process.stdout.write(`${(await bitcoinPass(options)).join('\n')}\n`);
-  process.stdout.write(`${(await algorandPass(options)).join('\n')}\n\n`);
+  process.stdout.write(`${(await algorandPass(options)).join('\n')}\n`);
+  process.stdout.write(`${(await solanaPass(options)).join('\n')}\n\n`);
 }
 
 runMain('bench:ingest', main); // cleans up: stops anvil, removes temp dirs, drops the database

@@ -444,3 +444,34 @@ describe('the genesis of an Algorand network', () => {
     expect(badHash.message).toMatch(/networks\.ALGO\.genesisHash/);
   });
 });
+
+describe('the commitment of a Solana network', () => {
+  test('is confirmed unless the file says finalized, on a built-in or a new Solana network', () => {
+    expect(loadNetworks({}).find('SOL')?.commitment).toBeUndefined();
+    const file = configFile({
+      networks: {
+        SOL: { commitment: 'finalized' },
+        TSOL: {
+          family: 'solana',
+          symbol: 'SOL',
+          decimals: 9,
+          rpc: 'http://127.0.0.1:8899',
+          commitment: 'confirmed',
+        },
+      },
+    });
+    const networks = loadNetworks({ LEDGERHOOK_CONFIG: file });
+    expect(networks.find('SOL')?.commitment).toBe('finalized');
+    expect(networks.find('TSOL')?.commitment).toBe('confirmed');
+  });
+
+  test('another value, or a commitment on another family, is a configuration error naming the field', () => {
+    const processed = configFile({ networks: { SOL: { commitment: 'processed' } } });
+    expect(() => loadNetworks({ LEDGERHOOK_CONFIG: processed })).toThrow(ConfigError);
+    expect(() => loadNetworks({ LEDGERHOOK_CONFIG: processed })).toThrow(
+      /networks\.SOL\.commitment.*confirmed or finalized/,
+    );
+    const onEth = configFile({ networks: { ETH: { commitment: 'finalized' } } });
+    expect(() => loadNetworks({ LEDGERHOOK_CONFIG: onEth })).toThrow(/networks\.ETH\.commitment/);
+  });
+});

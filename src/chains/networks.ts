@@ -29,6 +29,11 @@ export interface Network {
   /** Algorand only: the genesis id and hash (base64) the node must report, checked at start. */
   genesisId?: string;
   genesisHash?: string;
+  /**
+   * Solana only: the commitment blocks are followed at, 'confirmed' (the default: seconds behind,
+   * rarely rolled back) or 'finalized' (about 13 s behind, never rolled back).
+   */
+  commitment?: SolanaCommitment;
   /** Bitcoin only: whose address prefixes the network uses (mainnet unless configured). */
   bitcoinChain?: BitcoinChain;
   /** How addresses are written, for error messages. */
@@ -36,6 +41,9 @@ export interface Network {
   /** Confirmations a subscription waits for unless it asks otherwise. */
   defaultConfirmations: number;
 }
+
+export const SOLANA_COMMITMENTS = ['confirmed', 'finalized'] as const;
+export type SolanaCommitment = (typeof SOLANA_COMMITMENTS)[number];
 
 export type NetworkDefaults = Omit<Network, 'addressFormat' | 'defaultConfirmations'>;
 
@@ -163,6 +171,7 @@ interface FileNetwork {
   confirmations?: number;
   api?: string;
   bitcoinChain?: string;
+  commitment?: string;
   genesisId?: string;
   genesisHash?: string;
 }
@@ -245,6 +254,15 @@ export function loadNetworks(
           `must be one of ${BITCOIN_CHAINS.join(', ')}, for a Bitcoin network`,
         );
       }
+      if (
+        spec.commitment !== undefined &&
+        !(family === 'solana' && (SOLANA_COMMITMENTS as readonly string[]).includes(spec.commitment))
+      ) {
+        throw new ConfigError(
+          `${where}.commitment`,
+          `must be ${SOLANA_COMMITMENTS.join(' or ')}, for a Solana network`,
+        );
+      }
       for (const field of ['genesisId', 'genesisHash'] as const) {
         const value = spec[field];
         if (value === undefined) continue;
@@ -276,6 +294,9 @@ export function loadNetworks(
         ...((spec.genesisHash ?? base?.genesisHash) === undefined
           ? {}
           : { genesisHash: spec.genesisHash ?? base?.genesisHash }),
+        ...((spec.commitment ?? base?.commitment) === undefined
+          ? {}
+          : { commitment: (spec.commitment ?? base?.commitment) as SolanaCommitment }),
         ...((spec.bitcoinChain ?? base?.bitcoinChain) === undefined
           ? {}
           : { bitcoinChain: (spec.bitcoinChain ?? base?.bitcoinChain) as BitcoinChain }),

@@ -4,9 +4,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { readIndexerJson, recordedAlgodBlock } from '../../test/helpers/algorand-node.js';
+import { indexWatching } from '../../test/helpers/watching.js';
 import { blockFromAlgod, blockFromIndexer } from '../chains/algorand/blocks.js';
 import { loadNetworks } from '../chains/networks.js';
-import { createAddressIndex } from './address-index.js';
 import { algorandMatcher } from './algorand-notifications.js';
 
 const network = loadNetworks({}).find('ALGO')!;
@@ -14,22 +14,7 @@ const BFO7 = 'BFO7NQTTXGYDPUEWJYLWPFZRUFQISHY4E2SKXARM7UROMAW36YYBGPSUYY';
 const RECEIVER = 'ATSGPNTPGMJ2U3GQRSEXA2OZGFPMKPO66NNPIKFD4LHETHYIYRIRIN6GJE';
 const CLAWBACK = 'ATJJRFAQVMD3YVX47HZLK2GRNKZLS3YDRLJ62JJPLUCZPDJE7QPQZDTVGY';
 
-function watching(...addresses: string[]) {
-  const index = createAddressIndex(() => 'algorand');
-  for (const [i, address] of addresses.entries())
-    index.apply({
-      type: 'upsert',
-      subscription: {
-        id: `sub-${i}`,
-        accountId: 'a',
-        network: 'ALGO',
-        address,
-        confirmations: 1,
-        mempool: false,
-      },
-    });
-  return index;
-}
+const watching = (...addresses: string[]) => indexWatching(network, ...addresses);
 
 const decimals = { decimals: async (id: string) => ({ '642327435': 2 })[id] ?? 0 };
 

@@ -6,6 +6,7 @@ import { createBitcoinSource } from '../chains/bitcoin/source.js';
 import { createTokenInfoCache } from '../chains/evm/activity.js';
 import { evmSource } from '../chains/evm/source.js';
 import type { Network, NetworkCatalog } from '../chains/networks.js';
+import { createSolanaSource } from '../chains/solana/source.js';
 import type { BlockSource } from '../chains/source.js';
 import type { Db, Store } from '../store/db.js';
 import { SUBSCRIPTIONS_CHANNEL, type SubscriptionChange } from '../subscriptions/events.js';
@@ -16,6 +17,7 @@ import { evmMatcher } from './evm-notifications.js';
 import { type BlockMatcher, createFollower, type Follower, type FollowerStatus } from './follower.js';
 import { createEvmMempoolWatcher, type EvmMempoolWatcher, type MempoolStatus } from './mempool.js';
 import type { RiskEnricher } from './risk/enricher.js';
+import { solanaMatcher, withRiskScores } from './solana-notifications.js';
 
 export interface WatcherDeps {
   db: Db;
@@ -45,8 +47,8 @@ export function evmClient(rpcUrls: string[]): PublicClient {
 /**
  * Runs one follower per network that has watched addresses, starting a network's follower when
  * its first subscription arrives: EVM networks with a mempool watcher beside it, Bitcoin networks
- * through Esplora or Bitcoin Core, Algorand networks through algod or the indexer. (Solana is not
- * followed yet.)
+ * through Esplora or Bitcoin Core, Algorand networks through algod or the indexer, Solana networks
+ * through JSON-RPC.
  */
 export function createWatcher(deps: WatcherDeps) {
   const followers = new Map<string, Follower>();
@@ -68,6 +70,7 @@ export function createWatcher(deps: WatcherDeps) {
     if (network.family === 'evm') followEvm(network);
     else if (network.family === 'bitcoin') followBitcoin(network);
     else if (network.family === 'algorand') followAlgorand(network);
+    else if (network.family === 'solana') followSolana(network);
     else notFollowed(network);
   }
 
@@ -125,6 +128,20 @@ export function createWatcher(deps: WatcherDeps) {
       createAlgorandSource(options),
       algorandMatcher({ network, index: deps.index, assets }),
     );
+  }
+
+  /**
+   * A Solana network through its JSON-RPC node at the network's commitment (`confirmed` unless
+   * configured), `slotSubscribe` on its WebSocket waking the follower when there is one.
+   */
+  function followSolana(network: Network): void {
+    const source = createSolanaSource({
+      url: network.rpcUrls[0]!,
+      wsUrl: network.wsUrls[0],
+      commitment: network.commitment,
+    });
+    const match = solanaMatcher({ network, index: deps.index });
+    startFollower(network, source, withRiskScores(match, deps.risk?.forNetwork(network.name)));
   }
 
   /** An EVM network: its follower, its mempool watcher, and newHeads when there is a WebSocket. */

@@ -14,12 +14,12 @@
  */
 import fs from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import algosdk from 'algosdk';
 import { stringify } from 'lossless-json';
 import { base32, blockFromIndexer } from '../../src/chains/algorand/blocks.js';
 import { parseExactJson } from '../../src/chains/node-http.js';
 import { fixturePath } from './fixture-node.js';
+import { listenOnLoopback, type RestartableNode } from './loopback-server.js';
 
 type Json = Record<string, unknown>;
 
@@ -124,7 +124,7 @@ export interface AlgorandNodeRequest {
   headers: http.IncomingHttpHeaders;
 }
 
-export interface AlgorandNode {
+export interface AlgorandNode extends RestartableNode {
   /** `http://127.0.0.1:<port>`: algod's and the indexer's base URL alike. */
   readonly url: string;
   readonly requests: AlgorandNodeRequest[];
@@ -140,10 +140,6 @@ export interface AlgorandNode {
   failNext(count: number, status?: number): void;
   /** How long a wait-for-block-after waits for a new round before answering the status as is. */
   setWaitTimeout(ms: number): void;
-  /** Stop listening (unreachable) and drop connections; start() listens again on the same port. */
-  stop(): Promise<void>;
-  start(): Promise<void>;
-  close(): Promise<void>;
 }
 
 interface Reply {
@@ -287,24 +283,7 @@ export async function startAlgorandNode(): Promise<AlgorandNode> {
   });
   server.keepAliveTimeout = 1000;
 
-  let port = 0;
-  const listen = () =>
-    new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, '127.0.0.1', () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-  const stop = () =>
-    new Promise<void>((resolve) => {
-      wake();
-      if (!server.listening) return resolve();
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
-  await listen();
-  port = (server.address() as AddressInfo).port;
+  const { port, start, stop } = await listenOnLoopback(server, wake);
 
   function roundOf(held: AlgorandRound): number {
     return Number(held.indexer.round);
@@ -336,7 +315,7 @@ export async function startAlgorandNode(): Promise<AlgorandNode> {
       waitTimeoutMs = ms;
     },
     stop,
-    start: listen,
+    start,
     close: stop,
   };
 }

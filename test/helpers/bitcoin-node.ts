@@ -17,7 +17,6 @@
  * `chainwork` and `mediantime` are computed over the blocks it holds only.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Block, type Network, networks, type Transaction } from 'bitcoinjs-lib';
 import { stringify } from 'lossless-json';
 import {
@@ -29,6 +28,7 @@ import {
   reversedHex,
   type SpentOutput,
 } from './bitcoin-render.js';
+import { listenOnLoopback, type RestartableNode } from './loopback-server.js';
 
 export interface BitcoinNodeOptions {
   /** Address prefixes (default mainnet). */
@@ -50,7 +50,7 @@ export interface BitcoinNodeRequest {
   authorization?: string;
 }
 
-export interface BitcoinNode {
+export interface BitcoinNode extends RestartableNode {
   /** `http://127.0.0.1:<port>`: Esplora's API base, and Core's RPC URL. */
   readonly url: string;
   readonly requests: BitcoinNodeRequest[];
@@ -62,10 +62,6 @@ export interface BitcoinNode {
   failNext(count: number, status?: number): void;
   /** The next `/block/:hash/txs/:start` page answers one transaction short. */
   truncateNextPage(): void;
-  /** Stop listening (the node is unreachable) and drop open connections; start() listens again on the same port. */
-  stop(): Promise<void>;
-  start(): Promise<void>;
-  close(): Promise<void>;
 }
 
 interface HeldBlock {
@@ -448,23 +444,7 @@ export async function startBitcoinNode(options: BitcoinNodeOptions = {}): Promis
   });
   server.keepAliveTimeout = 1000;
 
-  let port = 0;
-  const listen = () =>
-    new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, '127.0.0.1', () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-  const stop = () =>
-    new Promise<void>((resolve) => {
-      if (!server.listening) return resolve();
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
-  await listen();
-  port = (server.address() as AddressInfo).port;
+  const { port, start, stop } = await listenOnLoopback(server);
 
   return {
     url: `http://127.0.0.1:${port}`,
@@ -478,7 +458,7 @@ export async function startBitcoinNode(options: BitcoinNodeOptions = {}): Promis
       truncatePage = true;
     },
     stop,
-    start: listen,
+    start,
     close: stop,
   };
 }

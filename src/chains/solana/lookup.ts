@@ -25,7 +25,7 @@
 import { getBase58Encoder } from '@solana/kit';
 import { UpstreamUnavailableError, ValidationError } from '../../errors.js';
 import { emptyView, type TransactionLookup } from '../../transactions/types.js';
-import { nodeRequest } from '../node-http.js';
+import { createSolanaRpc } from './rpc.js';
 
 const base58 = getBase58Encoder();
 
@@ -100,25 +100,10 @@ export interface SolanaLookupOptions {
 }
 
 export function createSolanaLookup(options: SolanaLookupOptions): TransactionLookup {
-  const { url, timeoutMs } = options;
-  const host = new URL(url).host;
-  const unexpected = (what: string) => new UpstreamUnavailableError(`The node at ${host} answered ${what}`);
-
-  async function call(method: string, params: unknown[]): Promise<unknown> {
-    const res = await nodeRequest(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-      timeoutMs,
-    });
-    if (res.status !== 200 || !isObject(res.json)) throw unexpected(`${res.status} to ${method}`);
-    const { error } = res.json;
-    if (error !== undefined && error !== null) {
-      const message = isObject(error) ? asString(error.message) : undefined;
-      throw unexpected(`an error to ${method}: ${message ?? JSON.stringify(String(error))}`);
-    }
-    return res.json.result;
-  }
+  const rpc = createSolanaRpc(options);
+  const unexpected = (what: string) =>
+    new UpstreamUnavailableError(`The node at ${rpc.host} answered ${what}`);
+  const call = async (method: string, params: unknown[]) => (await rpc.call(method, params)).result;
 
   // Read once and kept; a failed or malformed answer is forgotten so the next lookup asks again.
   let genesis: Promise<string> | undefined;

@@ -1,0 +1,101 @@
+import type { Network } from '../chains/networks.js';
+import {
+  counterpartyOf,
+  formatSolanaAmount,
+  SOL,
+  type SolanaActivity,
+  type SolanaChange,
+  solanaChanges,
+} from '../chains/solana/activity.js';
+import type { ChainBlock } from '../chains/source.js';
+import type { AddressIndex } from './address-index.js';
+import type { BlockMatch } from './follower.js';
+import type { RiskLookup } from './risk/enricher.js';
+
+export interface SolanaMatcherDeps {
+  network: Network;
+  index: AddressIndex;
+}
+
+/**
+ * A Solana match with the addresses the watched address dealt with in the transaction for this
+ * asset, which `withRiskScores` scores for `addressesRiskRatio` (DESIGN §6).
+ */
+export interface SolanaBlockMatch extends BlockMatch {
+  counterparties: string[];
+}
+
+/**
+ * Turns a Solana slot's transactions into notifications (DESIGN §6, §8): one per successful
+ * transaction, watched address and asset whose balance it changed (SOL net of the fee for the
+ * payer, fee-only changes left out; tokens per owner or per token account), `amount` the net
+ * change in the asset's display units.
+ */
+export function solanaMatcher({
+  network,
+  index,
+}: SolanaMatcherDeps): (block: ChainBlock<SolanaActivity>) => Promise<SolanaBlockMatch[]> {
+  return async (block) => {
+    const matches: SolanaBlockMatch[] = [];
+    for (const tx of block.activity) {
+      for (const change of solanaChanges(tx)) {
+        const watchers = index.lookup(network.name, change.address);
+        for (const subscription of watchers) {
+          const confirmations = Math.max(1, subscription.confirmations);
+          matches.push({
+            subscription,
+            key: `${tx.signature}:${change.address}:${change.asset}`,
+            counterparties: change.counterparties,
+            body: (id) => ({
+              ...notificationBody(change, tx.signature, block.height),
+              id,
+              subscriptionId: subscription.id,
+              chain: network.name,
+              watchedAddress: change.address,
+              confirmations,
+            }),
+          });
+        }
+      }
+    }
+    return matches;
+  };
+}
+
+/** The fields of the spec (DESIGN §6) for one change. */
+function notificationBody(change: SolanaChange, txId: string, slot: number): Record<string, unknown> {
+  const counterAddress = counterpartyOf(change);
+  return {
+    address: change.address,
+    txId,
+    type: change.asset === SOL ? 'native' : 'token',
+    blockNumber: slot,
+    asset: change.asset,
+    amount: formatSolanaAmount(change.amount, change.decimals),
+    ...(counterAddress === undefined ? {} : { counterAddress }),
+  };
+}
+
+/**
+ * Adds `addressesRiskRatio` (DESIGN §6) to each notification of a block: the scores of the
+ * addresses the watched address dealt with in that transaction, in their order. The block's
+ * lookups run at once, each bounded by the provider's deadline, so a slow or failing provider
+ * delays a block by that deadline at most and leaves the field out rather than hold anything up.
+ */
+export function withRiskScores(
+  match: (block: ChainBlock<SolanaActivity>) => Promise<SolanaBlockMatch[]>,
+  lookup: RiskLookup | undefined,
+): (block: ChainBlock<SolanaActivity>) => Promise<SolanaBlockMatch[]> {
+  if (!lookup) return match;
+  return async (block) => {
+    const matches = await match(block);
+    const scores = await Promise.all(
+      matches.map((m) => (m.counterparties.length === 0 ? Promise.resolve([]) : lookup(m.counterparties))),
+    );
+    return matches.map((m, i) => {
+      const addressesRiskRatio = scores[i];
+      if (addressesRiskRatio === undefined) return m;
+      return { ...m, body: (id: string) => ({ ...m.body(id), addressesRiskRatio }) };
+    });
+  };
+}

@@ -1,0 +1,264 @@
+/**
+ * A loopback Solana node of our own: a real HTTP server on 127.0.0.1 answering the JSON-RPC
+ * methods the block source uses (`getSlot`, `getBlock` with `transactionDetails` full or none and
+ * `rewards`, at `confirmed` or `finalized`), and a WebSocket endpoint on the same port for
+ * `slotSubscribe`, over the slots it is given.
+ *
+ * Slots are the recorded mainnet blocks (test/fixtures/chains/solana/blocks) or ASSEMBLED ones
+ * (see that folder's README): real transactions of the recorded blocks in blocks of our own,
+ * with made-up blockhashes; and skipped slots, answered as a real node does (-32007). A slot
+ * above the tip is not available yet (-32004); one below the first held was cleaned up (-32001).
+ */
+import { createHash } from 'node:crypto';
+import http from 'node:http';
+import { getBase58Decoder } from '@solana/kit';
+import { stringify } from 'lossless-json';
+import { type WebSocket, WebSocketServer } from 'ws';
+import { listenOnLoopback, type RestartableNode } from './loopback-server.js';
+import { type RecordedSlot, recordedBlock } from './solana-blocks.js';
+
+type Json = Record<string, unknown>;
+
+/** A slot as the node holds it: a block (a `getBlock` result with full details) or skipped. */
+export type SolanaSlot = { slot: number; block: Json } | { slot: number; skipped: true };
+
+/** The recorded block at its own slot. */
+export const recordedSlot = (slot: RecordedSlot): SolanaSlot => ({ slot, block: recordedBlock(slot) });
+
+export const skippedSlot = (slot: number): SolanaSlot => ({ slot, skipped: true });
+
+/** The recorded transactions of a slot with these first signatures, in the order given. */
+export function recordedTransactions(slot: RecordedSlot, signatures: string[]): Json[] {
+  const all = recordedBlock(slot).transactions as Json[];
+  return signatures.map((signature) => {
+    const tx = all.find((t) => ((t.transaction as Json).signatures as string[])[0] === signature);
+    if (!tx) throw new Error(`slot ${slot} has no transaction ${signature}`);
+    return tx;
+  });
+}
+
+/** A made-up blockhash (base58 of 32 bytes), the same for the same label. */
+export function assembledHash(label: string): string {
+  return getBase58Decoder().decode(createHash('sha256').update(`ledgerhook assembled ${label}`).digest());
+}
+
+export interface AssembleOptions {
+  slot: number;
+  parentSlot: number;
+  previousBlockhash: string;
+  transactions: Json[];
+  /** Tells apart two blocks at one slot (a replaced block); default ''. */
+  fork?: string;
+}
+
+/** An ASSEMBLED block: the given real transactions at a slot of our choosing, linked by hash. */
+export function assembleBlock(options: AssembleOptions): SolanaSlot & { block: Json } {
+  return {
+    slot: options.slot,
+    block: {
+      blockHeight: options.slot - 11_000_000,
+      blockTime: 1_638_825_228 + Math.floor((options.slot - 110_360_000) * 0.4),
+      blockhash: assembledHash(`${options.slot} ${options.fork ?? ''}`),
+      parentSlot: options.parentSlot,
+      previousBlockhash: options.previousBlockhash,
+      rewards: [],
+      transactions: options.transactions,
+    },
+  };
+}
+
+export const blockhashOf = (slot: SolanaSlot): string =>
+  'block' in slot ? (slot.block.blockhash as string) : '';
+
+export interface SolanaNodeRequest {
+  method: string;
+  params: unknown[];
+}
+
+export interface SolanaNode extends RestartableNode {
+  /** The JSON-RPC endpoint. */
+  readonly url: string;
+  /** `ws://` on the same port: slotSubscribe. */
+  readonly wsUrl: string;
+  readonly requests: SolanaNodeRequest[];
+  /** Present these slots at `confirmed` (the last is the tip), replacing the ones held. */
+  setSlots(slots: SolanaSlot[]): void;
+  /** Adds slots after the tip and announces each to slot subscribers. */
+  addSlots(...slots: SolanaSlot[]): void;
+  /** Another block (or a skip) at a slot already held: the node switched forks at `confirmed`. */
+  replace(slot: SolanaSlot): void;
+  /** The highest slot served at `finalized` (default: none, so -1). */
+  setFinalized(slot: number): void;
+  /** The next `count` HTTP requests answer `status` (default 500). */
+  failNext(count: number, status?: number): void;
+  /** Open slotSubscribe subscriptions. */
+  subscribers(): number;
+}
+
+interface RpcError {
+  code: number;
+  message: string;
+}
+
+const rpcError = (code: number, message: string): RpcError => ({ code, message });
+
+export async function startSolanaNode(): Promise<SolanaNode> {
+  const requests: SolanaNodeRequest[] = [];
+  let slots = new Map<number, SolanaSlot>();
+  let tip = 0;
+  let first = 0;
+  let finalized = -1;
+  let failures = { count: 0, status: 500 };
+  const serialized = new WeakMap<Json, Map<string, string>>();
+  const subscriptions = new Set<WebSocket>();
+  let nextSubscription = 1;
+
+  /** A block as `getBlock` answers it for these options, serialised once per block and options. */
+  function blockText(block: Json, details: string, rewards: boolean): string {
+    const key = `${details} ${rewards}`;
+    let forBlock = serialized.get(block);
+    if (!forBlock) {
+      forBlock = new Map();
+      serialized.set(block, forBlock);
+    }
+    let text = forBlock.get(key);
+    if (text === undefined) {
+      const { transactions, rewards: blockRewards, ...header } = block;
+      const shown: Json = { ...header };
+      if (rewards) shown.rewards = blockRewards;
+      if (details === 'full') shown.transactions = transactions;
+      text = stringify(shown) ?? 'null';
+      forBlock.set(key, text);
+    }
+    return text;
+  }
+
+  function getBlock(params: unknown[]): { result?: string; error?: RpcError } {
+    const slot = Number(params[0]);
+    const config = (params[1] ?? {}) as Json;
+    const highest = config.commitment === 'finalized' ? Math.min(finalized, tip) : tip;
+    if (!Number.isSafeInteger(slot)) return { error: rpcError(-32602, 'Invalid params: invalid type') };
+    if (slot < first)
+      return {
+        error: rpcError(
+          -32001,
+          `Block ${slot} cleaned up, does not exist on node. First available block: ${first}`,
+        ),
+      };
+    const held = slots.get(slot);
+    if (slot > highest || !held) return { error: rpcError(-32004, `Block not available for slot ${slot}`) };
+    if (!('block' in held))
+      return {
+        error: rpcError(-32007, `Slot ${slot} was skipped, or missing due to ledger jump to recent snapshot`),
+      };
+    const details = typeof config.transactionDetails === 'string' ? config.transactionDetails : 'full';
+    return { result: blockText(held.block, details, config.rewards !== false) };
+  }
+
+  function answer(method: string, params: unknown[]): { result?: string; error?: RpcError } {
+    if (method === 'getSlot') {
+      const config = (params[0] ?? {}) as Json;
+      // A real node answers getSlot at `finalized` when no commitment is given.
+      return { result: String(config.commitment === 'confirmed' ? tip : Math.max(finalized, 0)) };
+    }
+    if (method === 'getBlock') return getBlock(params);
+    return { error: rpcError(-32601, 'Method not found') };
+  }
+
+  function reply(res: http.ServerResponse, body: string): void {
+    let parsed: Json;
+    try {
+      parsed = JSON.parse(body) as Json;
+    } catch {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"},"id":null}');
+      return;
+    }
+    const method = String(parsed.method);
+    const params = Array.isArray(parsed.params) ? parsed.params : [];
+    requests.push({ method, params });
+    if (failures.count > 0) {
+      failures = { ...failures, count: failures.count - 1 };
+      res.writeHead(failures.status, { 'content-type': 'text/plain' });
+      res.end('injected failure');
+      return;
+    }
+    const { result, error } = answer(method, params);
+    const id = JSON.stringify(parsed.id ?? null);
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(
+      error
+        ? `{"jsonrpc":"2.0","error":${JSON.stringify(error)},"id":${id}}`
+        : `{"jsonrpc":"2.0","result":${result},"id":${id}}`,
+    );
+  }
+
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => reply(res, Buffer.concat(chunks).toString('utf8')));
+  });
+  server.keepAliveTimeout = 1000;
+
+  const sockets = new WebSocketServer({ server });
+  sockets.on('connection', (ws) => {
+    ws.on('message', (data) => {
+      const message = JSON.parse(data.toString()) as Json;
+      if (message.method !== 'slotSubscribe') return;
+      const id = nextSubscription++;
+      subscriptions.add(ws);
+      ws.send(JSON.stringify({ jsonrpc: '2.0', result: id, id: message.id }));
+      ws.on('close', () => subscriptions.delete(ws));
+    });
+  });
+
+  /** A slotNotification to every subscriber, as a node sends one per slot it processes. */
+  function announce(slot: number): void {
+    for (const ws of subscriptions) {
+      const result = { parent: slot - 1, root: Math.max(finalized, 0), slot };
+      ws.send(
+        JSON.stringify({ jsonrpc: '2.0', method: 'slotNotification', params: { result, subscription: 1 } }),
+      );
+    }
+  }
+
+  const { port, start, stop } = await listenOnLoopback(server, () => {
+    for (const ws of sockets.clients) ws.terminate();
+    subscriptions.clear();
+  });
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    wsUrl: `ws://127.0.0.1:${port}`,
+    requests,
+    setSlots(next) {
+      slots = new Map(next.map((s) => [s.slot, s]));
+      tip = next.length > 0 ? next[next.length - 1]!.slot : 0;
+      first = next.length > 0 ? next[0]!.slot : 0;
+    },
+    addSlots(...added) {
+      for (const s of added) {
+        slots.set(s.slot, s);
+        tip = Math.max(tip, s.slot);
+        announce(s.slot);
+      }
+    },
+    replace(slot) {
+      slots.set(slot.slot, slot);
+      announce(tip);
+    },
+    setFinalized(slot) {
+      finalized = slot;
+    },
+    failNext(count, status = 500) {
+      failures = { count, status };
+    },
+    subscribers: () => subscriptions.size,
+    stop,
+    start,
+    async close() {
+      await stop();
+      await new Promise<void>((resolve) => sockets.close(() => resolve()));
+    },
+  };
+}
