@@ -9,16 +9,15 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { startTestApp, type TestApp } from '../helpers/app.js';
+import { startTestApp } from '../helpers/app.js';
 import { waitFor } from '../helpers/process.js';
-import { type Receiver, startReceiver } from '../helpers/receiver.js';
+import { startReceiver } from '../helpers/receiver.js';
 import { RECEIVER, SENDER, SLOT, SLOT_HASH, TX } from '../helpers/solana-blocks.js';
 import {
   assembleBlock,
   blockhashOf,
   recordedSlot,
   recordedTransactions,
-  type SolanaNode,
   startSolanaNode,
 } from '../helpers/solana-node.js';
 
