@@ -65,8 +65,8 @@ describe('risk providers in the configuration', () => {
   test('lists per network (relative paths from the working directory), a URL and the times', () => {
     const { risk } = loadConfig(
       {
-        LEDGERHOOK_RISK_NETWORKS: 'sol,solana-mainnet',
-        LEDGERHOOK_RISK_LISTS: 'SOL=sol.csv, ofac.txt; solana-mainnet=eth.csv',
+        LEDGERHOOK_RISK_NETWORKS: 'sol,ethereum-mainnet',
+        LEDGERHOOK_RISK_LISTS: 'SOL=sol.csv, ofac.txt; ETH=eth.csv',
         LEDGERHOOK_RISK_URL: 'http://risk.internal:8080/score',
         LEDGERHOOK_RISK_TOKEN: 't0ken',
         LEDGERHOOK_RISK_TIMEOUT: '400ms',
@@ -75,9 +75,10 @@ describe('risk providers in the configuration', () => {
       dir,
     );
     expect(risk).toEqual({
-      networks: ['SOL'],
+      networks: ['SOL', 'ETH'],
       lists: {
-        SOL: [path.join(dir, 'sol.csv'), path.join(dir, 'ofac.txt'), path.join(dir, 'eth.csv')],
+        SOL: [path.join(dir, 'sol.csv'), path.join(dir, 'ofac.txt')],
+        ETH: [path.join(dir, 'eth.csv')],
       },
       url: 'http://risk.internal:8080/score',
       token: 't0ken',
@@ -97,11 +98,6 @@ describe('risk providers in the configuration', () => {
     ['LEDGERHOOK_RISK_LISTS', 'sol.csv', /use NETWORK=/],
     ['LEDGERHOOK_RISK_LISTS', 'NOPE=sol.csv', /"NOPE", which is not a configured network/],
     ['LEDGERHOOK_RISK_LISTS', 'ETH=eth.csv', /ETH, which is not in LEDGERHOOK_RISK_NETWORKS/],
-    [
-      'LEDGERHOOK_RISK_NETWORKS',
-      'SOL,ETH',
-      /ETH: risk scores are added to Solana networks' notifications only/,
-    ],
     ['LEDGERHOOK_RISK_NETWORKS', 'SOL,XYZ', /"XYZ", which is not a configured network/],
     ['LEDGERHOOK_RISK_URL', 'ftp://risk', /must use http/],
     ['LEDGERHOOK_RISK_URL', 'not a url', /is not a valid URL/],

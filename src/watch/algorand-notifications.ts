@@ -3,7 +3,7 @@ import {
   ALGO_DECIMALS,
   type AlgorandActivity,
   type BalanceChange,
-  counterparty,
+  counterparties,
   formatAlgorandAmount,
   movedChanges,
 } from '../chains/algorand/activity.js';
@@ -41,11 +41,13 @@ export function algorandMatcher({
         if (watchers.length === 0) continue;
         const decimals = await decimalsOf(change.asset);
         const amount = formatAlgorandAmount(change.amount, decimals ?? 0);
-        const counterAddress = counterparty(changes, change);
+        const others = counterparties(changes, change);
+        const counterAddress = others.length === 1 ? others[0] : undefined;
         for (const subscription of watchers) {
           matches.push({
             subscription,
             key: `${tx.id}:${change.address}:${change.asset}`,
+            counterparties: others,
             body: (id) =>
               notificationBody(
                 change,

@@ -1,4 +1,10 @@
-import { addressesOf, type BitcoinActivity, formatBtc, netChange } from '../chains/bitcoin/activity.js';
+import {
+  addressesOf,
+  type BitcoinActivity,
+  counterparties,
+  formatBtc,
+  netChange,
+} from '../chains/bitcoin/activity.js';
 import type { Network } from '../chains/networks.js';
 import type { AddressIndex } from './address-index.js';
 import type { BlockMatch, BlockMatcher } from './follower.js';
@@ -27,6 +33,7 @@ export function bitcoinMatcher({ network, index }: BitcoinMatcherDeps): BlockMat
             // A transaction appears once per chain (BIP30's two duplicated coinbases are in other
             // blocks, so their dedupe keys differ by block hash).
             key: `${tx.txid}:${address}`,
+            counterparties: counterparties(tx, address),
             body: (id) => ({
               address,
               txId: tx.txid,

@@ -93,9 +93,13 @@ export function evmMatcher({ network, index, tokens }: EvmMatcherDeps): BlockMat
       for (const subscription of watchers) {
         if (seen.has(subscription.id)) continue;
         seen.add(subscription.id);
+        // The other side of the transfer from the watched one (none for a transfer to oneself).
+        const watchedIsSender = subscription.address.toLowerCase() === transfer.from.toLowerCase();
+        const other = watchedIsSender ? transfer.to : transfer.from;
         matches.push({
           subscription,
           key: transferKey(transfer),
+          counterparties: other.toLowerCase() === subscription.address.toLowerCase() ? [] : [other],
           body: (id) =>
             buildEvmNotification({
               id,

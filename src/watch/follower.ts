@@ -21,6 +21,11 @@ export interface BlockMatch {
   key: string;
   /** The notification body of DESIGN §6, given the notification's id. */
   body: (id: string) => Record<string, unknown>;
+  /**
+   * The addresses the watched address dealt with in the transaction (the other side of the
+   * movement), which a risk provider scores for `addressesRiskRatio` (watch/risk/).
+   */
+  counterparties: string[];
 }
 
 /** How a family's block activity becomes notifications for the watched addresses. */

@@ -10,20 +10,14 @@ import {
 import type { ChainBlock } from '../chains/source.js';
 import type { AddressIndex } from './address-index.js';
 import type { BlockMatch } from './follower.js';
-import type { RiskLookup } from './risk/enricher.js';
 
 export interface SolanaMatcherDeps {
   network: Network;
   index: AddressIndex;
 }
 
-/**
- * A Solana match with the addresses the watched address dealt with in the transaction for this
- * asset, which `withRiskScores` scores for `addressesRiskRatio` (DESIGN §6).
- */
-export interface SolanaBlockMatch extends BlockMatch {
-  counterparties: string[];
-}
+/** A Solana match (kept as a name: its counterparties are those of the asset's movement). */
+export type SolanaBlockMatch = BlockMatch;
 
 /**
  * Turns a Solana slot's transactions into notifications (DESIGN §6, §8): one per successful
@@ -73,29 +67,5 @@ function notificationBody(change: SolanaChange, txId: string, slot: number): Rec
     asset: change.asset,
     amount: formatSolanaAmount(change.amount, change.decimals),
     ...(counterAddress === undefined ? {} : { counterAddress }),
-  };
-}
-
-/**
- * Adds `addressesRiskRatio` (DESIGN §6) to each notification of a block: the scores of the
- * addresses the watched address dealt with in that transaction, in their order. The block's
- * lookups run at once, each bounded by the provider's deadline, so a slow or failing provider
- * delays a block by that deadline at most and leaves the field out rather than hold anything up.
- */
-export function withRiskScores(
-  match: (block: ChainBlock<SolanaActivity>) => Promise<SolanaBlockMatch[]>,
-  lookup: RiskLookup | undefined,
-): (block: ChainBlock<SolanaActivity>) => Promise<SolanaBlockMatch[]> {
-  if (!lookup) return match;
-  return async (block) => {
-    const matches = await match(block);
-    const scores = await Promise.all(
-      matches.map((m) => (m.counterparties.length === 0 ? Promise.resolve([]) : lookup(m.counterparties))),
-    );
-    return matches.map((m, i) => {
-      const addressesRiskRatio = scores[i];
-      if (addressesRiskRatio === undefined) return m;
-      return { ...m, body: (id: string) => ({ ...m.body(id), addressesRiskRatio }) };
-    });
   };
 }

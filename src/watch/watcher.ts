@@ -17,7 +17,8 @@ import { evmMatcher } from './evm-notifications.js';
 import { type BlockMatcher, createFollower, type Follower, type FollowerStatus } from './follower.js';
 import { createEvmMempoolWatcher, type EvmMempoolWatcher, type MempoolStatus } from './mempool.js';
 import type { RiskEnricher } from './risk/enricher.js';
-import { solanaMatcher, withRiskScores } from './solana-notifications.js';
+import { withRiskScores } from './risk/with-risk.js';
+import { solanaMatcher } from './solana-notifications.js';
 
 export interface WatcherDeps {
   db: Db;
@@ -94,7 +95,8 @@ export function createWatcher(deps: WatcherDeps) {
       db: deps.db,
       network,
       source,
-      match,
+      // Risk scores on the networks that want them (LEDGERHOOK_RISK_NETWORKS), none elsewhere.
+      match: withRiskScores(match, deps.risk?.forNetwork(network.name)),
       logger: deps.logger,
       pollIntervalMs: deps.pollIntervalMs,
       acquireLock: deps.tryLock ? () => deps.tryLock!(`follower:${network.name}`) : undefined,
@@ -141,7 +143,7 @@ export function createWatcher(deps: WatcherDeps) {
       commitment: network.commitment,
     });
     const match = solanaMatcher({ network, index: deps.index });
-    startFollower(network, source, withRiskScores(match, deps.risk?.forNetwork(network.name)));
+    startFollower(network, source, match);
   }
 
   /** An EVM network: its follower, its mempool watcher, and newHeads when there is a WebSocket. */

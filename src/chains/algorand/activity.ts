@@ -155,13 +155,19 @@ export function movedChanges(tx: AlgorandTransaction): BalanceChange[] {
  * exactly one; none for a net of zero (nothing flowed either way).
  */
 export function counterparty(changes: BalanceChange[], change: BalanceChange): string | undefined {
-  if (change.amount === 0n) return undefined;
+  const others = counterparties(changes, change);
+  return others.length === 1 ? others[0] : undefined;
+}
+
+/** The other addresses whose balance of the same asset moved the other way, in first-seen order. */
+export function counterparties(changes: BalanceChange[], change: BalanceChange): string[] {
+  if (change.amount === 0n) return [];
   const others = new Set<string>();
   for (const other of changes) {
     if (other.asset !== change.asset || other.address === change.address || !other.moved) continue;
     if (other.amount !== 0n && other.amount < 0n !== change.amount < 0n) others.add(other.address);
   }
-  return others.size === 1 ? [...others][0] : undefined;
+  return [...others];
 }
 
 /** Base units as a signed decimal string in display units ("-0.001", "5", "1.5"). */

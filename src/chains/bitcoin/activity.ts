@@ -89,13 +89,24 @@ function total(endpoints: BitcoinEndpoint[], address: string): bigint {
   return sum;
 }
 
-/** The one distinct address among the endpoints other than `address`, if there is exactly one. */
-function soleOther(endpoints: BitcoinEndpoint[], address: string): string | undefined {
+/** The distinct addresses among the endpoints other than `address`, in first-seen order. */
+function othersOf(endpoints: BitcoinEndpoint[], address: string): string[] {
   const others = new Set<string>();
   for (const endpoint of endpoints) {
     if (endpoint.address && endpoint.address !== address) others.add(endpoint.address);
   }
-  return others.size === 1 ? [...others][0] : undefined;
+  return [...others];
+}
+
+/**
+ * The addresses on the other side of the address's movement: for a debit the outputs'
+ * addresses other than its own, for a credit the spent outputs'; none for a coinbase or a net of
+ * zero. Endpoints without an address are not a party.
+ */
+export function counterparties(tx: BitcoinTransaction, address: string): string[] {
+  const amount = total(tx.outputs, address) - total(tx.inputs, address);
+  if (tx.coinbase || amount === 0n) return [];
+  return othersOf(amount < 0n ? tx.outputs : tx.inputs, address);
 }
 
 /**
@@ -109,9 +120,8 @@ export function netChange(
   address: string,
 ): { amount: bigint; counterAddress?: string } {
   const amount = total(tx.outputs, address) - total(tx.inputs, address);
-  if (tx.coinbase || amount === 0n) return { amount };
-  const counterAddress = soleOther(amount < 0n ? tx.outputs : tx.inputs, address);
-  return counterAddress === undefined ? { amount } : { amount, counterAddress };
+  const others = counterparties(tx, address);
+  return others.length === 1 ? { amount, counterAddress: others[0]! } : { amount };
 }
 
 /** Satoshi as signed BTC with up to 8 decimals ("-0.5", "50", "0.00000001"), as EVM amounts are written. */

@@ -37,15 +37,6 @@ export function parseRiskNetworks(text: string | undefined, catalog: NetworkCata
   const variable = 'LEDGERHOOK_RISK_NETWORKS';
   const names = (text?.trim() || 'SOL').split(',').filter((name) => name.trim() !== '');
   const networks = [...new Set(names.map((name) => networkName(catalog, name, variable)))];
-  // Only the Solana matcher knows, per notification, the addresses dealt with: a network of
-  // another family here would be scored never, which is better refused than silently ignored.
-  for (const name of networks) {
-    if (catalog.find(name)?.family !== 'solana')
-      throw new ConfigError(
-        variable,
-        `names ${name}: risk scores are added to Solana networks' notifications only`,
-      );
-  }
   return networks;
 }
 

@@ -1,0 +1,28 @@
+import type { ChainBlock } from '../../chains/source.js';
+import type { BlockMatch } from '../follower.js';
+import type { RiskLookup } from './enricher.js';
+
+/**
+ * Adds `addressesRiskRatio` (DESIGN §6) to each notification of a block: the scores of the
+ * addresses the watched address dealt with in that transaction, in their order (`[]` when there
+ * is none). The block's lookups run at once, each bounded by the provider's deadline, so a slow or
+ * failing provider delays a block by that deadline at most and leaves the field out rather than
+ * hold anything up. Without a lookup (no provider, or not a risk network) the matcher is unchanged.
+ */
+export function withRiskScores<Activity, Match extends BlockMatch>(
+  match: (block: ChainBlock<Activity>) => Promise<Match[]>,
+  lookup: RiskLookup | undefined,
+): (block: ChainBlock<Activity>) => Promise<Match[]> {
+  if (!lookup) return match;
+  return async (block) => {
+    const matches = await match(block);
+    const scores = await Promise.all(
+      matches.map((m) => (m.counterparties.length === 0 ? Promise.resolve([]) : lookup(m.counterparties))),
+    );
+    return matches.map((m, i) => {
+      const addressesRiskRatio = scores[i];
+      if (addressesRiskRatio === undefined) return m;
+      return { ...m, body: (id: string) => ({ ...m.body(id), addressesRiskRatio }) };
+    });
+  };
+}
