@@ -1,30 +1,46 @@
 // API benchmark (DESIGN.md section 11): requests per second and latency for registry create and
-// registry get, against fastify's hello world measured in the same run on the same machine.
-// The load generator (autocannon) runs here; each server runs as its own child process, one at a time.
-// Usage: npm run bench:api [-- --duration 10 --warmup 2 --connections 10 --log-level warn]
+// registry get, against fastify's hello world measured in the same run on the same machine; then
+// registry create again with anchoring on (a real anvil chain, default batch size and interval),
+// and what anchoring costs create (issue 12: under 10%).
+// The load generator (autocannon) runs here; each server runs as its own child process, one under load at a time.
+// Usage: npm run bench:api [-- --duration 10 --warmup 2 --connections 10 --log-level warn --cpu-prof DIR]
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
+import { type Hex, hexToNumber } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import { ANCHOR_PREFIX } from '../src/anchor/receipt.js';
+import { type Anvil, startAnvil } from '../src/chains/evm/anvil.js';
 import {
   benchMasterKey,
   cleanEnv,
+  commCpuDelta,
+  commCpuSeconds,
+  createScratchDatabase,
   databaseUrlOption,
   fixed,
   formatTable,
   freePort,
+  grouped,
+  isLoopback,
+  jsonRpc,
   logLevelOption,
   machineLine,
   makeTempDir,
+  now,
   numberOption,
+  onCleanup,
   percent,
   processCpuSeconds,
   redact,
   runMain,
   type Server,
   serverToken,
+  sleep,
   startServer,
   stopServer,
+  toQuantity,
   waitUntilServing,
 } from './lib.js';
 
@@ -37,6 +53,7 @@ interface Options {
   connections: number;
   logLevel: string;
   databaseUrl: string | undefined;
+  cpuProf: string | undefined;
 }
 
 function readOptions(): Options {
@@ -46,6 +63,7 @@ function readOptions(): Options {
       warmup: { type: 'string' },
       connections: { type: 'string' },
       'log-level': { type: 'string' },
+      'cpu-prof': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -57,18 +75,22 @@ function readOptions(): Options {
         '  --warmup S        seconds of unmeasured load before each route (BENCH_WARMUP, default 2)',
         '  --connections N   concurrent connections (BENCH_CONNECTIONS, default 10)',
         '  --log-level L     LOG_LEVEL of both servers (BENCH_LOG_LEVEL, default warn)',
-        'DATABASE_URL set: Ledgerhook runs on that PostgreSQL; otherwise on embedded PGlite.',
+        '  --cpu-prof DIR    V8 CPU profiles of the Ledgerhook processes, into DIR/plain, DIR/twin and DIR/anchoring (BENCH_CPU_PROF)',
+        'DATABASE_URL set: Ledgerhook runs on that PostgreSQL (the same set-up and anchoring servers on',
+        'scratch databases of the same server, dropped at the end); otherwise on embedded PGlite.',
         '',
       ].join('\n'),
     );
     process.exit(0);
   }
+  const cpuProf = values['cpu-prof'] ?? process.env.BENCH_CPU_PROF;
   return {
     duration: numberOption(values.duration, 'BENCH_DURATION', 10, 1),
     warmup: numberOption(values.warmup, 'BENCH_WARMUP', 2, 0),
     connections: Math.floor(numberOption(values.connections, 'BENCH_CONNECTIONS', 10, 1)),
     logLevel: logLevelOption(values['log-level']),
     databaseUrl: databaseUrlOption(),
+    cpuProf: cpuProf ? path.resolve(cpuProf) : undefined,
   };
 }
 
@@ -98,8 +120,16 @@ interface Row {
   serverCpu: number | undefined;
   /** Percent of one core used by this process (autocannon). */
   clientCpu: number;
+  /** Percent of one core used by all `postgres` processes of this host (PostgreSQL on loopback only). */
+  postgresCpu: number | undefined;
   /** Latencies (ms) of the responses with the expected status, sorted. */
   samples: Float64Array;
+  /** Responses during the warm-up before the measured run. */
+  warmupResponses: number;
+  /** The longest time without any response during the measured run (ms), and when it ended (epoch ms). */
+  longestPause: { ms: number; endedAt: number };
+  /** Responses in each whole second of the measured run. */
+  perSecond: number[];
 }
 
 /** Two runs of one route as one row: mean req/s and cpu, percentiles over all their samples. */
@@ -121,7 +151,14 @@ function combine(label: string, a: Row, b: Row): Row {
     serverCpu:
       a.serverCpu !== undefined && b.serverCpu !== undefined ? (a.serverCpu + b.serverCpu) / 2 : undefined,
     clientCpu: (a.clientCpu + b.clientCpu) / 2,
+    postgresCpu:
+      a.postgresCpu !== undefined && b.postgresCpu !== undefined
+        ? (a.postgresCpu + b.postgresCpu) / 2
+        : undefined,
     samples,
+    warmupResponses: a.warmupResponses + b.warmupResponses,
+    longestPause: a.longestPause.ms >= b.longestPause.ms ? a.longestPause : b.longestPause,
+    perSecond: [...a.perSecond, ...b.perSecond],
   };
 }
 
@@ -130,7 +167,53 @@ function percentile(sorted: Float64Array, p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
-async function measure(target: Target, options: Options, server: Server): Promise<Row> {
+interface MeasureHooks {
+  /**
+   * The warm-up: this many requests instead of `--warmup` seconds; or, as a function of the
+   * requests per second of the `--warmup` seconds, how many requests in all (the rest sent after).
+   */
+  warmup?: number | ((reqPerSec: number) => number);
+  /** Called as the measured run starts and as it ends (epoch ms, see `now`). */
+  onStart?: (at: number) => void;
+  onEnd?: (at: number) => void;
+}
+
+const responseCount = (result: autocannon.Result) =>
+  Object.values(result.statusCodeStats).reduce((sum, { count: n }) => sum + n, 0);
+
+/** Runs the warm-up of `hooks`, printing it; returns how many responses it had. */
+async function warmUp(
+  load: autocannon.Options,
+  label: string,
+  options: Options,
+  hooks: MeasureHooks,
+): Promise<number> {
+  if (typeof hooks.warmup === 'number') {
+    if (hooks.warmup <= 0) return 0;
+    process.stdout.write(`  ${label}: ${grouped(hooks.warmup)} requests warm-up, `);
+    return responseCount(await autocannon({ ...load, amount: hooks.warmup }));
+  }
+  if (options.warmup <= 0) return 0;
+  process.stdout.write(`  ${label}: ${options.warmup} s warm-up`);
+  const t0 = performance.now();
+  let sent = responseCount(await autocannon({ ...load, duration: options.warmup }));
+  if (hooks.warmup !== undefined) {
+    const more = Math.round(hooks.warmup(sent / ((performance.now() - t0) / 1000))) - sent;
+    if (more > 0) {
+      process.stdout.write(` + ${grouped(more)} requests`);
+      sent += responseCount(await autocannon({ ...load, amount: more }));
+    }
+  }
+  process.stdout.write(', ');
+  return sent;
+}
+
+async function measure(
+  target: Target,
+  options: Options,
+  server: Server,
+  hooks: MeasureHooks = {},
+): Promise<Row> {
   const load = {
     url: target.url,
     method: target.method ?? 'GET',
@@ -138,22 +221,34 @@ async function measure(target: Target, options: Options, server: Server): Promis
     headers: target.headers ?? {},
     ...(target.body !== undefined ? { body: target.body } : {}),
   };
-  if (options.warmup > 0) {
-    process.stdout.write(`  ${target.label}: ${options.warmup} s warm-up`);
-    await autocannon({ ...load, duration: options.warmup });
-    process.stdout.write(`, ${options.duration} s measured...`);
-  } else {
-    process.stdout.write(`  ${target.label}: ${options.duration} s measured...`);
-  }
+  const warmupResponses = await warmUp(load, target.label, options, hooks);
+  process.stdout.write(
+    `${warmupResponses === 0 ? `  ${target.label}: ` : ''}${options.duration} s measured...`,
+  );
 
   // autocannon's own latency histogram keeps whole milliseconds; record the exact times instead.
   let latencies = new Float64Array(1 << 16);
   let count = 0;
+  const longestPause = { ms: 0, endedAt: 0 };
+  let lastResponse = 0;
+  const perSecond: number[] = [];
   const serverCpu0 = processCpuSeconds(server.proc.pid);
   const clientCpu0 = process.cpuUsage();
+  const countPostgres = options.databaseUrl !== undefined && isLoopback(options.databaseUrl);
+  const postgresCpu0 = countPostgres ? commCpuSeconds('postgres') : undefined;
+  hooks.onStart?.(now());
   const t0 = performance.now();
+  lastResponse = t0;
   const run = autocannon({ ...load, duration: options.duration });
   run.on('response', (_client: unknown, statusCode: number, _bytes: number, responseTime: number) => {
+    const at = performance.now();
+    const second = Math.floor((at - t0) / 1000);
+    perSecond[second] = (perSecond[second] ?? 0) + 1;
+    if (at - lastResponse > longestPause.ms) {
+      longestPause.ms = at - lastResponse;
+      longestPause.endedAt = performance.timeOrigin + at;
+    }
+    lastResponse = at;
     if (Number(statusCode) !== target.expectStatus) return;
     if (count === latencies.length) {
       const grown = new Float64Array(latencies.length * 2);
@@ -164,8 +259,10 @@ async function measure(target: Target, options: Options, server: Server): Promis
   });
   const result = await run;
   const seconds = (performance.now() - t0) / 1000;
+  hooks.onEnd?.(now());
   const serverCpu1 = processCpuSeconds(server.proc.pid);
   const clientCpu = process.cpuUsage(clientCpu0);
+  const postgresCpu = commCpuDelta(postgresCpu0, countPostgres ? commCpuSeconds('postgres') : undefined);
 
   const sorted = latencies.subarray(0, count).sort();
   const unexpected: Record<string, number> = {};
@@ -175,7 +272,7 @@ async function measure(target: Target, options: Options, server: Server): Promis
   if (result.errors > 0) unexpected['connection errors'] = result.errors;
   if (result.timeouts > 0) unexpected.timeouts = result.timeouts;
   const unexpectedTotal = Object.values(unexpected).reduce((a, b) => a + b, 0);
-  const responses = Object.values(result.statusCodeStats).reduce((sum, { count: n }) => sum + n, 0);
+  const responses = responseCount(result);
   const row: Row = {
     label: target.label,
     // Over the elapsed time: autocannon sometimes runs one sample interval past `duration`.
@@ -190,7 +287,11 @@ async function measure(target: Target, options: Options, server: Server): Promis
         ? ((serverCpu1 - serverCpu0) / seconds) * 100
         : undefined,
     clientCpu: ((clientCpu.user + clientCpu.system) / 1e6 / seconds) * 100,
+    postgresCpu: postgresCpu === undefined ? undefined : (postgresCpu / seconds) * 100,
     samples: sorted,
+    warmupResponses,
+    longestPause,
+    perSecond: Array.from(perSecond, (n) => n ?? 0),
   };
   process.stdout.write(
     ` ${Math.round(row.reqPerSec)} req/s, ${count} x ${target.expectStatus} in ${seconds.toFixed(1)} s` +
@@ -242,6 +343,11 @@ const CREATE_BODY = JSON.stringify({
   ],
 });
 
+/** The anchoring network; LEDGERHOOK_ANCHOR_BATCH and LEDGERHOOK_ANCHOR_INTERVAL keep their defaults: these. */
+const NETWORK = 'DEVNET';
+const BATCH_SIZE = 10_000;
+const INTERVAL_S = 60;
+
 async function benchHello(options: Options, label: string): Promise<Row> {
   const port = await freePort();
   const server = startServer(
@@ -260,7 +366,32 @@ async function benchHello(options: Options, label: string): Promise<Row> {
   }
 }
 
-async function benchLedgerhook(options: Options, dataDir: string): Promise<{ rows: Row[]; backend: string }> {
+/** Variables of the bench's own environment that would change anchoring (or the networks) of a run. */
+const ANCHOR_VARIABLES = [
+  'LEDGERHOOK_CONFIG',
+  'LEDGERHOOK_ANCHOR_NETWORK',
+  'LEDGERHOOK_ANCHOR_KEY',
+  'LEDGERHOOK_ANCHOR_INTERVAL',
+  'LEDGERHOOK_ANCHOR_BATCH',
+  'LEDGERHOOK_ANCHOR_CONFIRMATIONS',
+  'LEDGERHOOK_ANCHOR_REPLACE_AFTER',
+];
+
+interface Ledgerhook {
+  server: Server;
+  base: string;
+  auth: Record<string, string>;
+  backend: 'pglite' | 'postgres';
+}
+
+/** `src/main.ts serve` on a free port, serving, with its API token; `extra` adds to its environment. */
+async function startLedgerhook(
+  options: Options,
+  name: 'plain' | 'twin' | 'anchoring',
+  dataDir: string,
+  databaseUrl: string | undefined,
+  extra: Record<string, string> = {},
+): Promise<Ledgerhook> {
   const port = await freePort();
   const env = cleanEnv({
     LEDGERHOOK_DATA_DIR: dataDir,
@@ -269,14 +400,16 @@ async function benchLedgerhook(options: Options, dataDir: string): Promise<{ row
     // The benchmark measures capacity: one token sends thousands of requests a second, far past
     // the default per-account limit (1000/s), which would measure the limiter instead.
     LEDGERHOOK_RATE_LIMIT: 'off',
-    ...(options.databaseUrl
-      ? {
-          DATABASE_URL: options.databaseUrl,
-          LEDGERHOOK_MASTER_KEY: benchMasterKey('ledgerhook-bench-api'),
-        }
+    ...(databaseUrl
+      ? { DATABASE_URL: databaseUrl, LEDGERHOOK_MASTER_KEY: benchMasterKey('ledgerhook-bench-api') }
       : {}),
   });
-  const server = startServer('ledgerhook', ['src/main.ts', 'serve'], env);
+  // Anchoring is off unless this run turns it on, whatever the bench's own environment says.
+  for (const name of ANCHOR_VARIABLES) delete env[name];
+  Object.assign(env, extra);
+  // A directory per server: Node names the files itself, one per thread.
+  const nodeArgs = options.cpuProf ? ['--cpu-prof', '--cpu-prof-dir', path.join(options.cpuProf, name)] : [];
+  const server = startServer(`ledgerhook (${name})`, ['src/main.ts', 'serve'], env, { nodeArgs });
   try {
     const base = `http://127.0.0.1:${port}`;
     await waitUntilServing(server, `${base}/healthz`);
@@ -284,34 +417,430 @@ async function benchLedgerhook(options: Options, dataDir: string): Promise<{ row
     const token = await serverToken(server, env);
     // PGlite keeps its files under the data directory; PostgreSQL leaves it holding only master.key.
     const backend = fs.existsSync(path.join(dataDir, 'pglite')) ? 'pglite' : 'postgres';
-    if ((backend === 'postgres') !== (options.databaseUrl !== undefined)) {
-      throw new Error(
-        `expected Ledgerhook on ${options.databaseUrl ? 'postgres' : 'pglite'}, found ${backend}`,
-      );
+    if ((backend === 'postgres') !== (databaseUrl !== undefined)) {
+      throw new Error(`expected Ledgerhook on ${databaseUrl ? 'postgres' : 'pglite'}, found ${backend}`);
     }
+    return { server, base, auth: { authorization: `Bearer ${token}` }, backend };
+  } catch (err) {
+    await stopServer(server);
+    throw err;
+  }
+}
 
-    const auth = { authorization: `Bearer ${token}` };
-    const create: Target = {
-      label: 'registry create',
-      url: `${base}/api/v1/registry/create`,
-      method: 'POST',
-      headers: { ...auth, 'content-type': 'application/json' },
-      body: CREATE_BODY,
-      expectStatus: 201,
-    };
+function createTarget(lh: Ledgerhook, label: string): Target {
+  return {
+    label,
+    url: `${lh.base}/api/v1/registry/create`,
+    method: 'POST',
+    headers: { ...lh.auth, 'content-type': 'application/json' },
+    body: CREATE_BODY,
+    expectStatus: 201,
+  };
+}
+
+interface LedgerhookRuns<T> {
+  /** Registry create (the mean of its two runs) and registry get. */
+  rows: Row[];
+  createBefore: Row;
+  createAfter: Row;
+  backend: string;
+  /** What `between` returned. */
+  between: T;
+}
+
+/**
+ * Registry create, registry get, then `between` (create on two other servers, without and with
+ * anchoring) while this server idles, then registry create again, so that those runs are bracketed
+ * by two of this one, as the Ledgerhook routes are by the hello world.
+ */
+async function benchLedgerhook<T>(
+  options: Options,
+  dataDir: string,
+  between: (createWarmup: number) => Promise<T>,
+): Promise<LedgerhookRuns<T>> {
+  const lh = await startLedgerhook(options, 'plain', dataDir, options.databaseUrl);
+  try {
+    const create = createTarget(lh, 'registry create (before)');
     const created = JSON.parse(await preflight(create)) as { data: { id: string } };
     const get: Target = {
       label: 'registry get',
-      url: `${base}/api/v1/registry/${created.data.id}`,
-      headers: auth,
+      url: `${lh.base}/api/v1/registry/${created.data.id}`,
+      headers: lh.auth,
       expectStatus: 200,
     };
     await preflight(get);
-    const rows = [await measure(create, options, server), await measure(get, options, server)];
-    return { rows, backend };
+    // Create warms up until the waiting leaves would make a batch due about halfway through the
+    // measured run (at the rate of the warm-up's first seconds); the servers of `between` get as
+    // many warm-up requests, so all start measuring as warm and with as many registries.
+    const createWarmup = (reqPerSec: number) =>
+      Math.max(reqPerSec * options.warmup, BATCH_SIZE - (reqPerSec * options.duration) / 2);
+    const createBefore = await measure(create, options, lh.server, { warmup: createWarmup });
+    const getRow = await measure(get, options, lh.server);
+    const result = await between(createBefore.warmupResponses);
+    const createAfter = await measure({ ...create, label: 'registry create (after)' }, options, lh.server);
+    return {
+      rows: [combine('registry create', createBefore, createAfter), getRow],
+      createBefore,
+      createAfter,
+      backend: lh.backend,
+      between: result,
+    };
   } finally {
-    await stopServer(server);
+    await stopServer(lh.server);
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Registry create with anchoring on
+
+interface Chain {
+  anvil: Anvil;
+  configFile: string;
+  /** The anchor key: anvil's last dev account, as `serve --devnet` uses. */
+  key: Hex;
+  address: string;
+}
+
+/** anvil (a block per transaction), named DEVNET in a config file. */
+async function startChain(): Promise<Chain> {
+  const anvil = await startAnvil();
+  onCleanup(() => anvil.stop());
+  const configFile = path.join(makeTempDir('ledgerhook-bench-api-config-'), 'ledgerhook.json');
+  fs.writeFileSync(
+    configFile,
+    JSON.stringify({
+      networks: {
+        [NETWORK]: { family: 'evm', chainId: anvil.chainId, symbol: 'ETH', rpc: [anvil.rpcUrl] },
+      },
+    }),
+  );
+  const key = anvil.accounts.at(-1)!.privateKey;
+  return { anvil, configFile, key, address: privateKeyToAccount(key).address.toLowerCase() };
+}
+
+interface RegistryAnchor {
+  status: 'pending' | 'anchored';
+  root: string | null;
+  blockNumber: number | null;
+  anchored_at: string | null;
+}
+
+async function getJson<T>(lh: Ledgerhook, route: string): Promise<T> {
+  const res = await fetch(`${lh.base}${route}`, { headers: lh.auth });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`GET ${route}: HTTP ${res.status}: ${text}`);
+  return JSON.parse(text) as T;
+}
+
+/** Waits until a registry's leaf is anchored (its batch's transaction deep enough). */
+async function waitAnchored(lh: Ledgerhook, id: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { data } = await getJson<{ data: { anchor: RegistryAnchor | null } }>(lh, `/api/v1/registry/${id}`);
+    if (data.anchor === null) throw new Error('Ledgerhook does not anchor: the registry has no anchor');
+    if (data.anchor.status === 'anchored') return;
+    if (Date.now() > deadline) {
+      throw new Error(
+        `registry ${id} was not anchored within ${timeoutMs / 1000} s; server output:\n${lh.server.tail()}`,
+      );
+    }
+    await sleep(100);
+  }
+}
+
+/** Notes when each new block of the chain is first seen, polling every 100 ms until stopped. */
+function watchBlocks(rpcUrl: string): { seen: Map<number, number>; stop(): Promise<void> } {
+  const seen = new Map<number, number>();
+  let stopped = false;
+  const loop = (async () => {
+    let last: number | undefined;
+    while (!stopped) {
+      const head = hexToNumber(await jsonRpc<Hex>(rpcUrl, 'eth_blockNumber'));
+      const at = now();
+      if (last !== undefined) for (let n = last + 1; n <= head; n++) seen.set(n, at);
+      last = head;
+      await sleep(100);
+    }
+  })();
+  return {
+    seen,
+    stop: async () => {
+      stopped = true;
+      await loop;
+    },
+  };
+}
+
+interface BatchSeen {
+  root: string;
+  block: number;
+  /** When the block holding its transaction was first seen (epoch ms); undefined when not watched. */
+  sentAt: number | undefined;
+  /** Registries whose anchor names this root. */
+  leaves: number;
+  anchoredAt: number | undefined;
+}
+
+interface AnchorReport {
+  batches: BatchSeen[];
+  /** Registries still waiting for a batch (or in one not yet anchored) at the end. */
+  pending: number;
+  windowStart: number;
+  windowEnd: number;
+  /** Percent of one core used by anvil during the measured run. */
+  anvilCpu: number | undefined;
+}
+
+/** The anchor transactions on the chain, in order: block and root. */
+async function anchorTransactions(chain: Chain): Promise<Array<{ block: number; root: string }>> {
+  const prefix = `0x${ANCHOR_PREFIX.toString('hex')}`;
+  const head = hexToNumber(await jsonRpc<Hex>(chain.anvil.rpcUrl, 'eth_blockNumber'));
+  const found: Array<{ block: number; root: string }> = [];
+  for (let n = 1; n <= head; n++) {
+    const block = await jsonRpc<{ transactions: Array<{ from: string; input: string }> }>(
+      chain.anvil.rpcUrl,
+      'eth_getBlockByNumber',
+      [toQuantity(n), true],
+    );
+    for (const tx of block.transactions) {
+      if (tx.from.toLowerCase() === chain.address && tx.input.startsWith(prefix)) {
+        found.push({ block: n, root: tx.input.slice(prefix.length) });
+      }
+    }
+  }
+  return found;
+}
+
+/**
+ * What anchoring did around the measured run, from the outside: the anchor transactions on the
+ * chain, and every registry's anchor through the list API (leaves per root, when anchored).
+ * Waits up to 30 s for the batches on chain to show as anchored.
+ */
+async function anchorReport(
+  lh: Ledgerhook,
+  chain: Chain,
+  seen: Map<number, number>,
+  window: { start: number; end: number; anvilCpu: number | undefined },
+): Promise<AnchorReport> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const onChain = await anchorTransactions(chain);
+    const byRoot = new Map<string, { leaves: number; anchoredAt: number | undefined }>();
+    let pending = 0;
+    let cursor: string | null = null;
+    do {
+      const page: { data: Array<{ anchor: RegistryAnchor | null }>; next_cursor: string | null } =
+        await getJson(lh, `/api/v1/registry?limit=100${cursor ? `&cursor=${cursor}` : ''}`);
+      for (const { anchor } of page.data) {
+        if (anchor?.status !== 'anchored' || anchor.root === null) {
+          pending++;
+          continue;
+        }
+        const batch = byRoot.get(anchor.root) ?? { leaves: 0, anchoredAt: undefined };
+        batch.leaves++;
+        batch.anchoredAt = anchor.anchored_at ? Date.parse(anchor.anchored_at) : undefined;
+        byRoot.set(anchor.root, batch);
+      }
+      cursor = page.next_cursor;
+    } while (cursor);
+    const batches = onChain.map(({ block, root }) => ({
+      root,
+      block,
+      sentAt: seen.get(block),
+      leaves: byRoot.get(root)?.leaves ?? 0,
+      anchoredAt: byRoot.get(root)?.anchoredAt,
+    }));
+    if (batches.every((b) => b.anchoredAt !== undefined) || Date.now() > deadline) {
+      return {
+        batches,
+        pending,
+        windowStart: window.start,
+        windowEnd: window.end,
+        anvilCpu: window.anvilCpu,
+      };
+    }
+    await sleep(1_000);
+  }
+}
+
+/**
+ * A Ledgerhook for one measurement, set up alike with or without anchoring: a fresh PGlite
+ * directory or scratch database, the config file naming the anvil chain, all roles (the anchorer
+ * is the watcher role's).
+ */
+async function withFreshServer<T>(
+  options: Options,
+  name: 'twin' | 'anchoring',
+  chain: Chain,
+  extra: Record<string, string>,
+  run: (lh: Ledgerhook) => Promise<T>,
+): Promise<T> {
+  const scratch = options.databaseUrl
+    ? await createScratchDatabase(options.databaseUrl, `api_${name}`)
+    : undefined;
+  try {
+    const lh = await startLedgerhook(options, name, makeTempDir(`ledgerhook-bench-${name}-`), scratch?.url, {
+      LEDGERHOOK_CONFIG: chain.configFile,
+      LEDGERHOOK_ROLES: 'api,dispatcher,watcher',
+      ...extra,
+    });
+    try {
+      return await run(lh);
+    } finally {
+      await stopServer(lh.server);
+    }
+  } finally {
+    await scratch?.drop();
+  }
+}
+
+/** Registry create on a server set up as the anchoring one, but not anchoring: its like-for-like baseline. */
+async function benchTwin(options: Options, chain: Chain, warmupRequests: number): Promise<Row> {
+  return withFreshServer(options, 'twin', chain, {}, async (lh) => {
+    const create = createTarget(lh, 'registry create, same set-up, anchoring off');
+    await preflight(create);
+    return measure(create, options, lh.server, { warmup: warmupRequests });
+  });
+}
+
+/** Registry create on a server anchoring on anvil with the default batch size and interval. */
+async function benchAnchoring(
+  options: Options,
+  chain: Chain,
+  warmupRequests: number,
+): Promise<{ row: Row; report: AnchorReport }> {
+  const extra = { LEDGERHOOK_ANCHOR_NETWORK: NETWORK, LEDGERHOOK_ANCHOR_KEY: chain.key };
+  return withFreshServer(options, 'anchoring', chain, extra, async (lh) => {
+    const create = createTarget(lh, 'registry create, anchoring on');
+    const first = JSON.parse(await preflight(create)) as { data: { id: string } };
+    // With no batch yet the interval counts as passed, so the anchorer cuts this first leaf
+    // alone at once. Once it is anchored (which shows the chain works), the next batch is cut
+    // when 10,000 leaves wait, or 60 s later.
+    await waitAnchored(lh, first.data.id, 60_000);
+    const blocks = watchBlocks(chain.anvil.rpcUrl);
+    const window = { start: 0, end: 0, anvilCpu: undefined as number | undefined };
+    let anvilCpu0: number | undefined;
+    let row: Row;
+    try {
+      row = await measure(create, options, lh.server, {
+        warmup: warmupRequests,
+        onStart: (at) => {
+          window.start = at;
+          anvilCpu0 = processCpuSeconds(chain.anvil.pid);
+        },
+        onEnd: (at) => {
+          window.end = at;
+          const anvilCpu1 = processCpuSeconds(chain.anvil.pid);
+          if (anvilCpu0 !== undefined && anvilCpu1 !== undefined) {
+            window.anvilCpu = ((anvilCpu1 - anvilCpu0) / ((window.end - window.start) / 1000)) * 100;
+          }
+        },
+      });
+    } finally {
+      await blocks.stop();
+    }
+    return { row, report: await anchorReport(lh, chain, blocks.seen, window) };
+  });
+}
+
+/**
+ * Creates lost to the cuts, within the anchoring run itself (so apart from the differences between
+ * server processes and moments that the comparison with another run carries): the responses of the
+ * seconds from the one before each cut to the one after it, against the median second of the rest.
+ * Undefined when no cut fell in the run, or too few seconds are left to compare with.
+ */
+function lostToCuts(
+  perSecond: number[],
+  measuredSeconds: number,
+  cutSeconds: number[],
+): { lost: number; median: number; seconds: number[] } | undefined {
+  // Whole seconds only: the run's last fraction of a second is not one.
+  const full = Array.from({ length: Math.floor(measuredSeconds) }, (_, i) => perSecond[i] ?? 0);
+  const around = new Set(
+    cutSeconds.flatMap((c) => [c - 1, c, c + 1]).filter((i) => i >= 0 && i < full.length),
+  );
+  const rest = full.filter((_, i) => !around.has(i)).sort((a, b) => a - b);
+  if (around.size === 0 || rest.length < 3) return undefined;
+  const median = rest[Math.floor(rest.length / 2)]!;
+  const seconds = [...around].sort((a, b) => a - b);
+  const lost = seconds.reduce((sum, i) => sum + (median - full[i]!), 0);
+  return { lost, median, seconds };
+}
+
+/** The batches around the measured run, and whether one was cut and anchored during it. */
+function formatAnchorReport(
+  report: AnchorReport,
+  options: Options,
+  without: Row,
+  withAnchoring: Row,
+): string[] {
+  const rel = (at: number | undefined) =>
+    at === undefined ? '-' : fixed((at - report.windowStart) / 1000, 2);
+  const inWindow = (at: number | undefined) =>
+    at !== undefined && at >= report.windowStart && at <= report.windowEnd;
+  const cut = report.batches.filter((b) => inWindow(b.sentAt));
+  const anchored = report.batches.filter((b) => inWindow(b.anchoredAt));
+  const seconds = (report.windowEnd - report.windowStart) / 1000;
+  const table = formatTable(
+    ['batch', 'leaves', 'tx block', 'tx seen at s', 'anchored at s', 'root'],
+    report.batches.map((b, i) => [
+      String(i + 1),
+      grouped(b.leaves),
+      String(b.block),
+      b.sentAt === undefined ? (i === 0 ? 'before' : 'after') : rel(b.sentAt),
+      b.anchoredAt === undefined ? 'not yet' : rel(b.anchoredAt),
+      `${b.root.slice(0, 16)}...`,
+    ]),
+  );
+  const leaves = (list: BatchSeen[]) => grouped(list.reduce((sum, b) => sum + b.leaves, 0));
+  /** CPU milliseconds per create without and with anchoring, when `cpu` (percent of a core) is known. */
+  const cpuLine = (who: string, cpu: (r: Row) => number | undefined): string[] => {
+    const [a, b] = [without, withAnchoring].map((r) => {
+      const percentOfCore = cpu(r);
+      return percentOfCore === undefined ? undefined : (percentOfCore * 10) / r.reqPerSec;
+    });
+    if (a === undefined || b === undefined) return [];
+    return [
+      `cpu per create, ${who}: ${fixed(a, 3)} ms without anchoring, ${fixed(b, 3)} ms with ` +
+        `(${b >= a ? '+' : ''}${fixed((b / a - 1) * 100, 1)}%)`,
+    ];
+  };
+  const fillSeconds = BATCH_SIZE / withAnchoring.reqPerSec;
+  const lost = lostToCuts(
+    withAnchoring.perSecond,
+    seconds,
+    cut.map((b) => Math.floor((b.sentAt! - report.windowStart) / 1000)),
+  );
+  const lostPerBatch = lost === undefined ? 0 : Math.max(0, lost.lost) / cut.length;
+  return [
+    `anchoring on ${NETWORK} (anvil, a block per transaction), batch size ${grouped(BATCH_SIZE)} and interval ${INTERVAL_S} s (the defaults), ` +
+      `1 confirmation; anvil cpu ${percent(report.anvilCpu)} during the measured run`,
+    `batches on chain (times in seconds from the start of the measured ${fixed(seconds, 1)} s; negative: during warm-up):`,
+    table,
+    cut.length > 0
+      ? `during the measured run: ${cut.length} batch${cut.length > 1 ? 'es' : ''} cut and sent (${leaves(cut)} leaves), ` +
+        `${anchored.length} anchored (${leaves(anchored)} leaves); ${grouped(report.pending)} registries not anchored at the end`
+      : `NO batch was cut during the measured run (${anchored.length} anchored): the anchoring row measures the anchorer ` +
+        `idle, not a batch being cut; a longer --duration than ${options.duration} s would include one`,
+    `at ${Math.round(withAnchoring.reqPerSec)} creates/s a batch of ${grouped(BATCH_SIZE)} fills every ${fixed(fillSeconds, 1)} s; ` +
+      `the measured ${fixed(seconds, 1)} s held ${cut.length} cut${cut.length === 1 ? '' : 's'}` +
+      (cut.length > 0 && fillSeconds > seconds
+        ? ` (the warm-up brought the waiting leaves near ${grouped(BATCH_SIZE)}), more than their share: the cost is an upper bound`
+        : ''),
+    ...cpuLine('Ledgerhook process', (r) => r.serverCpu),
+    ...cpuLine('PostgreSQL', (r) => r.postgresCpu),
+    ...(lost === undefined
+      ? []
+      : [
+          `within the anchoring run: seconds ${lost.seconds.join(', ')} (around the cut${cut.length > 1 ? 's' : ''}) had ${grouped(lost.lost)} responses fewer than ` +
+            `the median second of the rest (${grouped(lost.median)}), ${fixed(lost.lost / lost.median, 2)} s of creating; per batch of ${grouped(BATCH_SIZE)} ` +
+            `that is a cost of ${fixed((lostPerBatch / (BATCH_SIZE + lostPerBatch)) * 100, 1)}% when batches are full, target < 10%: ${lostPerBatch / (BATCH_SIZE + lostPerBatch) < 0.1 ? 'met' : 'NOT met'}`,
+        ]),
+    `responses per second of the measured run: ${without.perSecond.join(' ')} without anchoring; ` +
+      `${withAnchoring.perSecond.join(' ')} with`,
+    `longest time without a response: ${fixed(without.longestPause.ms, 0)} ms without anchoring, ` +
+      `${fixed(withAnchoring.longestPause.ms, 0)} ms with (ending at ${rel(withAnchoring.longestPause.endedAt)} s)`,
+  ];
 }
 
 function formatRows(rows: Row[], reference: Row): string {
@@ -341,29 +870,53 @@ function formatRows(rows: Row[], reference: Row): string {
 async function main(): Promise<void> {
   const options = readOptions();
   const backendWanted = options.databaseUrl ? `postgres (${redact(options.databaseUrl)})` : 'pglite';
-  const estimate = 4 * (options.warmup + options.duration);
+  const estimate = 7 * (options.warmup + options.duration);
   process.stdout.write(
-    `bench:api: ${backendWanted}; ${options.connections} connections, ${options.warmup} s warm-up + ${options.duration} s measured per route (~${estimate} s of load); ` +
-      `${machineLine()}\n`,
+    `bench:api: ${backendWanted}; ${options.connections} connections, ${options.warmup} s warm-up + ${options.duration} s measured per route (~${estimate} s of load, ` +
+      `more when create needs a longer warm-up to make a batch due mid-run); ${machineLine()}\n`,
   );
 
   const dataDir = makeTempDir('ledgerhook-bench-');
+  const chain = await startChain();
   // The reference brackets the Ledgerhook routes: its two runs differing much means the machine
   // was busy with something else meanwhile, and the ratios are only as good as that spread.
   const before = await benchHello(options, 'hello-world (before)');
-  const { rows, backend } = await benchLedgerhook(options, dataDir);
+  const {
+    rows,
+    createBefore,
+    createAfter,
+    backend,
+    between: { twin, anchoring },
+  } = await benchLedgerhook(options, dataDir, async (createWarmup) => ({
+    twin: await benchTwin(options, chain, createWarmup),
+    anchoring: await benchAnchoring(options, chain, createWarmup),
+  }));
+  const create = rows[0]!;
   const after = await benchHello(options, 'hello-world (after)');
   const hello = combine('hello-world (reference)', before, after);
   const spread = Math.abs(before.reqPerSec - after.reqPerSec) / hello.reqPerSec;
-  const unexpected = [hello, ...rows].filter((r) => r.unexpectedTotal > 0);
+  const createSpread = Math.abs(createBefore.reqPerSec - createAfter.reqPerSec) / create.reqPerSec;
+  const all = [hello, ...rows, twin, anchoring.row];
+  const unexpected = all.filter((r) => r.unexpectedTotal > 0);
+  const cost = 1 - anchoring.row.reqPerSec / twin.reqPerSec;
+  const costFirst = 1 - anchoring.row.reqPerSec / create.reqPerSec;
+  const twinGap = 1 - twin.reqPerSec / create.reqPerSec;
+  const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
   process.stdout.write(
     [
       '',
-      `backend: ${backend}${options.databaseUrl ? ` (${redact(options.databaseUrl)})` : ' (embedded)'}`,
+      `backend: ${backend}${options.databaseUrl ? ` (${redact(options.databaseUrl)}; same set-up and anchoring on: scratch databases of that server)` : ' (embedded)'}`,
       `connections: ${options.connections}, duration: ${options.duration} s per route after ${options.warmup} s warm-up, server LOG_LEVEL: ${options.logLevel}`,
-      formatRows([hello, ...rows], hello),
+      formatRows(all, hello),
       `reference: mean of hello-world before (${Math.round(before.reqPerSec)} req/s) and after (${Math.round(after.reqPerSec)} req/s) the Ledgerhook routes, ` +
         `spread ${(spread * 100).toFixed(0)}%${spread > 0.15 ? ': the machine was busy, treat the ratios as rough' : ''}`,
+      `registry create: mean of the runs before (${Math.round(createBefore.reqPerSec)} req/s) and after (${Math.round(createAfter.reqPerSec)} req/s) ` +
+        `the two servers below, spread ${(createSpread * 100).toFixed(0)}%`,
+      `anchoring cost: 1 - (create with anchoring ${Math.round(anchoring.row.reqPerSec)} req/s / create without, same set-up ${Math.round(twin.reqPerSec)} req/s) = ` +
+        `${pct(cost)}, target < 10%: ${cost < 0.1 ? 'met' : 'NOT met'}`,
+      `  against the first server's registry create (${Math.round(create.reqPerSec)} req/s): ${pct(costFirst)}; the same set-up without anchoring ` +
+        `measured ${pct(Math.abs(twinGap))} ${twinGap >= 0 ? 'below' : 'above'} it, where neither anchors: the slot and the machine, not anchoring`,
+      ...formatAnchorReport(anchoring.report, options, twin, anchoring.row),
       ...unexpected.map((r) => `unexpected responses for ${r.label}: ${JSON.stringify(r.unexpected)}`),
       'req/s: responses (any status) per second measured; p50/p99: latency of responses with the expected status',
       '(hello-world 200, create 201, get 200); cpu: percent of one core used by the server process',
@@ -373,4 +926,4 @@ async function main(): Promise<void> {
   );
 }
 
-runMain('bench:api', main); // cleans up: kills the servers, removes the data directory
+runMain('bench:api', main); // cleans up: kills the servers and anvil, removes the data directories, drops the scratch database

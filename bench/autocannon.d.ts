@@ -8,6 +8,8 @@ declare module 'autocannon' {
       connections?: number;
       /** Seconds. */
       duration?: number;
+      /** Requests to send, instead of a duration. */
+      amount?: number;
       method?: string;
       headers?: Record<string, string>;
       body?: string;

@@ -5,6 +5,9 @@ import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { startAdminServer } from './accounts/admin.js';
 import { createAccounts, type IssuedToken } from './accounts/service.js';
+import type { Anchorer } from './anchor/anchorer.js';
+import { anchorStats } from './anchor/batches.js';
+import { anchorNetwork, startAnchorer, verifyAgainst } from './anchor/service.js';
 import { type Config, ConfigError } from './config.js';
 import { createMetrics } from './http/metrics.js';
 import { createHttpServer } from './http/server.js';
@@ -133,6 +136,8 @@ export interface RunningApp {
   http: FastifyInstance;
   /** Present when this process has the dispatcher role. */
   dispatcher: NotificationDispatcher | undefined;
+  /** Present when this process anchors registries (watcher role, anchoring configured). */
+  anchorer: Anchorer | undefined;
   /** Base URL the API listens on. */
   url: string;
   store: Store;
@@ -226,6 +231,7 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
   const holder = config.databaseUrl ? undefined : dataDirHolder(config.dataDir);
   if (holder !== undefined) throw new DataDirInUseError(config.dataDir, holder);
   await checkListenable(config.host, config.port);
+  const anchoredOn = anchorNetwork(config.anchor, config.networks);
   const { store, lock } = await openConfiguredStore(config, logger);
   /** The parts that use the store, stopped together before it closes. */
   const steps: StopStep[] = [];
@@ -287,7 +293,14 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       urls: { checkUrl: async (url) => void (await egress.checkUrl(url)) },
       onChange: (change) => watcher?.onSubscriptionChange(change),
     });
-    const registries = createRegistries({ db: store.db, envelope, idempotency, callbacks: subscriptions });
+    const registries = createRegistries({
+      db: store.db,
+      envelope,
+      idempotency,
+      callbacks: subscriptions,
+      anchorNetwork: anchoredOn?.name,
+    });
+    let anchorer: Anchorer | undefined;
 
     const metrics = createMetrics();
     metrics.observe({
@@ -297,6 +310,8 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       followers: () => watcher?.status() ?? [],
       mempools: () => watcher?.mempoolStatus() ?? [],
       watchedAddresses: () => watcher?.addressCounts() ?? {},
+      ...(anchoredOn ? { anchoring: () => anchorStats(store.db) } : {}),
+      anchorer: () => anchorer?.status(),
     });
     if (config.roles.has('dispatcher')) {
       dispatcher = createDispatcher({
@@ -343,6 +358,7 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       logger,
       accounts,
       registries,
+      verifyReceipt: (receipt, content) => verifyAgainst(config.networks, receipt, content),
       subscriptions,
       transactions: createTransactions({ db: store.db, networks: config.networks }),
       serveApi: config.roles.has('api'),
@@ -356,11 +372,27 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       version: packageVersion(),
       rateLimit: config.rateLimit,
       testRateLimit: config.testRateLimit,
+      passRateLimit: config.passRateLimit,
     });
     steps.push({ name: 'HTTP server', stop: (until) => closeServer(http, until - reserveMs) });
     const url = await http.listen({ host: config.host, port: config.port }).catch((err: unknown) => {
       throw listenError(err, config.host, config.port);
     });
+
+    // Anchoring is chain work: the watcher role's, once the receipt URLs' base is known.
+    if (config.roles.has('watcher') && anchoredOn !== undefined) {
+      const base = config.publicUrl ?? url;
+      const started = startAnchorer({
+        db: store.db,
+        network: anchoredOn,
+        settings: config.anchor,
+        logger,
+        tryLock: (name) => store.tryLock(name),
+        receiptUrl: (id) => `${base}/api/v1/registry/${id}/proof`,
+      });
+      anchorer = started;
+      steps.push({ name: 'anchorer', stop: () => started.stop() });
+    }
 
     // Only now that the service serves: a token printed before a failed start would be lost.
     const first = await accounts.bootstrap();
@@ -371,7 +403,7 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       steps.push({ name: 'admin endpoint', stop: (until) => admin.close(until - reserveMs) });
     }
     logger.info({ url, database: store.kind, roles: [...config.roles] }, 'ledgerhook is serving');
-    return { http, url, store, dispatcher, close };
+    return { http, url, store, dispatcher, anchorer, close };
   } catch (err) {
     await close();
     throw err;

@@ -47,6 +47,8 @@ export interface Config {
   rateLimit: RateLimit | undefined;
   /** Test notifications per account and process (POST /subscription/{id}/test). */
   testRateLimit: RateLimit | undefined;
+  /** Requests for public pass pages (GET /pass/{id}) per client IP and process; undefined: unlimited. */
+  passRateLimit: RateLimit | undefined;
   /** A client must send a request's headers within this. */
   headersTimeoutMs: number;
   /** ... and the whole request, headers and body, within this. */
@@ -61,6 +63,23 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** Risk scores for `addressesRiskRatio`; undefined when no provider is configured. */
   risk: RiskConfig | undefined;
+  anchor: AnchorSettings;
+  /** Where clients reach this service (receipt URLs in events); the listening address by default. */
+  publicUrl: string | undefined;
+}
+
+/** Registry anchoring (LEDGERHOOK_ANCHOR_*); off while `network` is undefined. */
+export interface AnchorSettings {
+  network: string | undefined;
+  /** The signing key: an EVM private key (0x…) or an Algorand mnemonic. */
+  key: string | undefined;
+  intervalMs: number;
+  /** LEDGERHOOK_ANCHOR_INTERVAL was given (--devnet's shorter default yields to it). */
+  intervalSet: boolean;
+  batchSize: number;
+  /** Depth at which a batch is anchored; the network's subscription default when undefined. */
+  confirmations: number | undefined;
+  replaceAfterMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -210,6 +229,44 @@ function readRisk(env: Env, networks: NetworkCatalog, cwd: string): RiskConfig |
   );
 }
 
+function readAnchor(env: Env): AnchorSettings {
+  const network = env.LEDGERHOOK_ANCHOR_NETWORK?.trim() || undefined;
+  const key = env.LEDGERHOOK_ANCHOR_KEY?.trim() || undefined;
+  if (network !== undefined && key === undefined) {
+    throw new ConfigError(
+      'LEDGERHOOK_ANCHOR_KEY',
+      `must be set to anchor on ${network} (LEDGERHOOK_ANCHOR_NETWORK)`,
+    );
+  }
+  const confirmations = env.LEDGERHOOK_ANCHOR_CONFIRMATIONS?.trim()
+    ? readInt(env, 'LEDGERHOOK_ANCHOR_CONFIRMATIONS', 1, 1, 1000)
+    : undefined;
+  return {
+    network,
+    key,
+    intervalMs: readDuration(env, 'LEDGERHOOK_ANCHOR_INTERVAL', 60_000, 100, MAX_TIMEOUT_MS),
+    intervalSet: Boolean(env.LEDGERHOOK_ANCHOR_INTERVAL?.trim()),
+    batchSize: readInt(env, 'LEDGERHOOK_ANCHOR_BATCH', 10_000, 1, 100_000),
+    confirmations,
+    replaceAfterMs: readDuration(env, 'LEDGERHOOK_ANCHOR_REPLACE_AFTER', 180_000, 100, MAX_TIMEOUT_MS),
+  };
+}
+
+function readPublicUrl(env: Env): string | undefined {
+  const raw = env.LEDGERHOOK_PUBLIC_URL?.trim();
+  if (!raw) return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError('LEDGERHOOK_PUBLIC_URL', `must be an absolute http(s) URL (got "${raw}")`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError('LEDGERHOOK_PUBLIC_URL', `must be an absolute http(s) URL (got "${raw}")`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
 export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config {
   const port = readInt(env, 'PORT', 8080, 0, 65535);
   const host = readHost(env);
@@ -246,6 +303,10 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
       env.LEDGERHOOK_TEST_RATE_LIMIT?.trim() || '60/1m',
       'LEDGERHOOK_TEST_RATE_LIMIT',
     ),
+    passRateLimit: parseRateLimit(
+      env.LEDGERHOOK_PASS_RATE_LIMIT?.trim() || '60/1m',
+      'LEDGERHOOK_PASS_RATE_LIMIT',
+    ),
     headersTimeoutMs: readDuration(env, 'LEDGERHOOK_HEADERS_TIMEOUT', 10_000, 100, MAX_TIMEOUT_MS),
     requestTimeoutMs: readDuration(env, 'LEDGERHOOK_REQUEST_TIMEOUT', 30_000, 100, MAX_TIMEOUT_MS),
     dbQueryTimeoutMs: readDuration(env, 'LEDGERHOOK_DB_QUERY_TIMEOUT', 10_000, 100, MAX_TIMEOUT_MS),
@@ -255,6 +316,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     // the process itself releases its claims and data directory. At least 1 s: closing takes some.
     shutdownTimeoutMs: readDuration(env, 'LEDGERHOOK_SHUTDOWN_TIMEOUT', 8_000, 1_000),
     risk: readRisk(env, networks, cwd),
+    anchor: readAnchor(env),
+    publicUrl: readPublicUrl(env),
   };
   // Node refuses a headers timeout longer than the request's, which includes the headers.
   if (config.headersTimeoutMs > config.requestTimeoutMs) {

@@ -22,7 +22,8 @@ export interface NodeResponse {
 export interface NodeRequest {
   method?: 'GET' | 'POST';
   headers?: Record<string, string>;
-  body?: string;
+  /** Text, or bytes as sent (algod's `POST /v2/transactions` takes msgpack). */
+  body?: string | Uint8Array;
   timeoutMs?: number;
   /**
    * The body holds no number beyond 2^53 (Esplora's satoshi amounts and heights): parsed with

@@ -48,6 +48,11 @@ export function describeFailure(err: unknown): { line: string; code: number } {
   };
 }
 
+/** The dev account that signs the devnet's anchor transactions: the last, apart from those shown. */
+function devnetAnchorAccount<T>(accounts: T[]): T {
+  return accounts[accounts.length - 1]!;
+}
+
 /**
  * `--devnet`: a local anvil chain registered as network DEVNET, loopback callbacks allowed, so
  * everything can be tried offline. Returns what to stop on shutdown.
@@ -69,6 +74,13 @@ async function startDevnet(config: Config): Promise<{ stop: () => Promise<void> 
   ]);
   config.allowCidrs = [...config.allowCidrs, ...parseAllowCidrs('127.0.0.0/8,::1/128')];
   if (!process.env.LEDGERHOOK_WATCH_POLL_INTERVAL) config.watchPollIntervalMs = 250;
+  // Registries are anchored on the devnet by its last funded account, unless configured otherwise.
+  const anchorAccount = devnetAnchorAccount(anvil.accounts);
+  if (config.anchor.network === undefined) {
+    config.anchor.network = 'DEVNET';
+    config.anchor.key = anchorAccount.privateKey;
+    if (!config.anchor.intervalSet) config.anchor.intervalMs = 2_000;
+  }
   const keys = anvil.accounts
     .slice(0, 4)
     .map((a, i) => `  (${i}) ${a.address}  private key ${a.privateKey}`)
@@ -77,7 +89,10 @@ async function startDevnet(config: Config): Promise<{ stop: () => Promise<void> 
     `\nDevnet: a local anvil chain (chain id ${anvil.chainId}) is network DEVNET.\n` +
       `  RPC ${anvil.rpcUrl}   WebSocket ${anvil.wsUrl}\n` +
       `Funded test accounts (10000 ETH each):\n${keys}\n` +
-      'Callbacks to loopback addresses are allowed.\n\n',
+      'Callbacks to loopback addresses are allowed.\n' +
+      (config.anchor.network === 'DEVNET'
+        ? `Registries are anchored on DEVNET every ${config.anchor.intervalMs / 1000}s by ${anchorAccount.address}.\n\n`
+        : '\n'),
   );
   return anvil;
 }
@@ -220,6 +235,10 @@ export async function run(
     case 'token list':
       process.stdout.write(`${formatTokens(await withTokenAdmin(config, (admin) => admin.listTokens()))}\n`);
       return 0;
+    case 'verify': {
+      const { runVerify } = await import('./verify.js');
+      return runVerify(args, values, (line) => process.stdout.write(`${line}\n`));
+    }
     case 'token revoke': {
       const info = await withTokenAdmin(config, (admin) => admin.revokeToken(args[0]!));
       process.stdout.write(`Revoked token ${info.id} of account ${info.accountName}\n`);

@@ -20,12 +20,14 @@ interface OptionSpec {
   help: string;
 }
 
-export type CommandName = 'serve' | 'migrate' | 'token create' | 'token list' | 'token revoke';
+export type CommandName = 'serve' | 'migrate' | 'token create' | 'token list' | 'token revoke' | 'verify';
 
 interface CommandSpec {
   name: CommandName;
   /** Required positional arguments, by their placeholder. */
   args: string[];
+  /** The last argument may be repeated. */
+  variadic?: boolean;
   summary: string;
   description: string;
   options: Record<string, OptionSpec>;
@@ -88,6 +90,35 @@ const COMMANDS: CommandSpec[] = [
     description: 'Revokes the token with this id (see token list) at once.',
     options: {},
   },
+  {
+    name: 'verify',
+    args: ['RECEIPT.json'],
+    variadic: true,
+    summary: 'check anchoring receipts against a node, without the service',
+    description:
+      'Checks each receipt (from GET /api/v1/registry/{id}/proof, its data or the whole answer) against\n' +
+      'the node given: the Merkle path leads to the root, the named transaction carries the root, and\n' +
+      'with --content the registry (GET /api/v1/registry/{id}, its data or the whole answer) hashes to\n' +
+      'the leaf. Needs no Ledgerhook service or database. Prints a line per receipt; exits 0 when every\n' +
+      'receipt verified, 1 otherwise.',
+    options: {
+      rpc: {
+        type: 'string',
+        value: 'URL',
+        help: "a node of the receipt's network: EVM JSON-RPC, or Algorand algod (required)",
+      },
+      indexer: {
+        type: 'string',
+        value: 'URL',
+        help: 'Algorand only: an indexer, where the transaction is read',
+      },
+      content: {
+        type: 'string',
+        value: 'FILE',
+        help: 'the registry content to check against the leaf (one receipt)',
+      },
+    },
+  },
 ];
 
 const TOKEN_DESCRIPTION =
@@ -99,7 +130,8 @@ function usageLine(spec: CommandSpec): string {
   const options = Object.entries(spec.options).map(([name, o]) =>
     o.type === 'string' ? `[--${name} ${o.value}]` : `[--${name}]`,
   );
-  return ['ledgerhook', spec.name, ...options, ...spec.args].join(' ');
+  const args = spec.variadic ? [...spec.args, '...'] : spec.args;
+  return ['ledgerhook', spec.name, ...options, ...args].join(' ');
 }
 
 function table(rows: [string, string][]): string {
@@ -170,7 +202,14 @@ export type ParsedCommandLine =
   | {
       kind: 'run';
       command: CommandName;
-      values: { role?: string[]; devnet?: boolean; account?: string };
+      values: {
+        role?: string[];
+        devnet?: boolean;
+        account?: string;
+        rpc?: string;
+        indexer?: string;
+        content?: string;
+      };
       args: string[];
     };
 
@@ -287,7 +326,7 @@ export function parseCommandLine(argv: string[]): ParsedCommandLine {
       `${effective.name} needs ${effective.args.slice(args.length).join(' ')}: ${usageLine(effective)}`,
     );
   }
-  if (args.length > effective.args.length) {
+  if (args.length > effective.args.length && !effective.variadic) {
     const extra = args[effective.args.length]!;
     if (spec !== undefined)
       throw new UsageError(`unexpected argument "${extra}" for ${effective.name}: ${usageLine(effective)}`);
@@ -301,7 +340,7 @@ export function parseCommandLine(argv: string[]): ParsedCommandLine {
   return {
     kind: 'run',
     command: effective.name,
-    values: values as { role?: string[]; devnet?: boolean; account?: string },
+    values: values as Extract<ParsedCommandLine, { kind: 'run' }>['values'],
     args,
   };
 }

@@ -1,5 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { AnchorerStatus } from '../anchor/anchorer.js';
+import type { AnchorStats } from '../anchor/batches.js';
 import type { OutboxStats } from '../notify/outbox.js';
 import type { FollowerStatus } from '../watch/follower.js';
 import type { MempoolStatus } from '../watch/mempool.js';
@@ -16,6 +18,10 @@ export interface MetricSources {
   subscriptions?: () => Promise<Record<string, number>>;
   /** Risk score lookups and their failures (in a watcher process with a risk provider). */
   risk?: () => RiskStatus;
+  /** Registry anchoring: leaves waiting and batches by state (when anchoring is on). */
+  anchoring?: () => Promise<AnchorStats>;
+  /** The anchorer of this process, if it runs one. */
+  anchorer?: () => AnchorerStatus | undefined;
 }
 
 /** Database-derived gauges are read at most this often, however often Prometheus scrapes. */
@@ -69,6 +75,10 @@ export function createMetrics() {
 
   let sources: MetricSources = {};
   const outbox = throttled(() => sources.outbox?.() ?? Promise.resolve(undefined), DATABASE_READ_INTERVAL_MS);
+  const anchoring = throttled(
+    () => sources.anchoring?.() ?? Promise.resolve(undefined),
+    DATABASE_READ_INTERVAL_MS,
+  );
   const subscriptionStates = throttled(
     () => sources.subscriptions?.() ?? Promise.resolve(undefined),
     DATABASE_READ_INTERVAL_MS,
@@ -186,6 +196,38 @@ export function createMetrics() {
       this.reset();
       const stats = await outbox().catch(() => undefined);
       if (stats) this.set(stats.oldestDueSeconds);
+    },
+  });
+  new Gauge({
+    name: 'ledgerhook_anchor_leaves_waiting',
+    help: 'Registry leaves waiting for an anchor batch',
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const stats = await anchoring().catch(() => undefined);
+      if (stats) this.set(stats.waiting);
+    },
+  });
+  new Gauge({
+    name: 'ledgerhook_anchor_batches',
+    help: 'Anchor batches by state: pending (its transaction not yet deep enough), anchored, final',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const stats = await anchoring().catch(() => undefined);
+      if (stats) for (const [state, n] of Object.entries(stats.batches)) this.set({ state }, n);
+    },
+  });
+  new Gauge({
+    name: 'ledgerhook_anchorer_healthy',
+    help: "1 while this process's anchorer's last round succeeded (its node answered), else 0; absent in a standby",
+    labelNames: ['network'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      const status = sources.anchorer?.();
+      if (status && !status.standby) this.set({ network: status.network }, status.healthy ? 1 : 0);
     },
   });
   new Gauge({

@@ -24,15 +24,40 @@ export async function registerRateLimit(scope: FastifyInstance, limit: RateLimit
     global: limit !== undefined,
     max: limit?.max ?? 1,
     timeWindow: limit?.windowMs ?? 1_000,
+    ...limitedBy((request) => request.principal.accountId, 'for this account'),
+  });
+}
+
+/**
+ * Limits requests per client IP address, for routes anyone may ask without a token (the public
+ * pass page): over the limit is 429 with Retry-After, as for accounts. Behind a reverse proxy every
+ * client shares the proxy's address.
+ */
+export async function registerIpRateLimit(
+  scope: FastifyInstance,
+  limit: RateLimit | undefined,
+): Promise<void> {
+  if (limit === undefined) return;
+  await scope.register(rateLimit, {
+    global: true,
+    max: limit.max,
+    timeWindow: limit.windowMs,
+    ...limitedBy((request) => request.ip, 'from this address'),
+  });
+}
+
+/** What both limits share: who is counted, the draft headers, and the 429 problem naming them. */
+function limitedBy(key: (request: FastifyRequest) => string, who: string) {
+  return {
     // Route-level onRequest hooks run after the scope's, so authentication has named the account.
-    hook: 'onRequest',
-    keyGenerator: (request: FastifyRequest) => request.principal.accountId,
+    hook: 'onRequest' as const,
+    keyGenerator: key,
     enableDraftSpec: true,
     cache: 100_000,
-    errorResponseBuilder: (_request, context) =>
+    errorResponseBuilder: (_request: FastifyRequest, context: { max: number; after: string; ttl: number }) =>
       new RateLimitedError(
-        `Too many requests for this account (at most ${context.max} in a window); retry in ${context.after}`,
+        `Too many requests ${who} (at most ${context.max} in a window); retry in ${context.after}`,
         Math.max(1, Math.ceil(context.ttl / 1000)),
       ),
-  });
+  };
 }

@@ -3,7 +3,8 @@ import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { Accounts } from '../accounts/service.js';
-import { registerRegistryRoutes } from '../registry/routes.js';
+import { registerPassRoutes } from '../registry/pass-routes.js';
+import { type RegistryRouteOptions, registerRegistryRoutes } from '../registry/routes.js';
 import type { Registries } from '../registry/service.js';
 import { withDeadline } from '../shared/deadline.js';
 import { registerSubscriptionRoutes } from '../subscriptions/routes.js';
@@ -14,7 +15,7 @@ import type { FollowerStatus } from '../watch/follower.js';
 import { requireBearerToken } from './auth.js';
 import type { Metrics } from './metrics.js';
 import { registerProblemHandling, sendProblem } from './problem.js';
-import { type RateLimit, registerRateLimit } from './rate-limit.js';
+import { type RateLimit, registerIpRateLimit, registerRateLimit } from './rate-limit.js';
 import {
   answerClientError,
   answerFrameworkError,
@@ -35,6 +36,8 @@ export interface HttpServerDeps {
   logger: FastifyBaseLogger;
   accounts: Accounts;
   registries: Registries;
+  /** Checks an anchoring receipt against the node of the network it names. */
+  verifyReceipt: RegistryRouteOptions['verify'];
   subscriptions: Subscriptions;
   transactions: Transactions;
   /** Whether /api/v1 is served (the api role); health, readiness and metrics always are. */
@@ -55,6 +58,8 @@ export interface HttpServerDeps {
   /** Requests per account (undefined: unlimited); test notifications have a limit of their own. */
   rateLimit?: RateLimit;
   testRateLimit?: RateLimit;
+  /** Public pass pages per client IP (undefined: unlimited). */
+  passRateLimit?: RateLimit;
 }
 
 export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyInstance> {
@@ -250,12 +255,17 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
       async (api) => {
         requireBearerToken(api, deps.accounts);
         await registerRateLimit(api, deps.rateLimit);
-        registerRegistryRoutes(api, deps.registries);
+        registerRegistryRoutes(api, deps.registries, { verify: deps.verifyReceipt });
         registerSubscriptionRoutes(api, deps.subscriptions, { testRateLimit: deps.testRateLimit });
         registerTransactionRoutes(api, deps.transactions);
       },
       { prefix: '/api/v1' },
     );
+    // Public, without a token: limited per client address instead of per account.
+    await app.register(async (pages) => {
+      await registerIpRateLimit(pages, deps.passRateLimit);
+      registerPassRoutes(pages, deps.registries);
+    });
   }
   return app;
 }

@@ -1,6 +1,9 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import type { Receipt } from '../anchor/receipt.js';
+import { ReceiptSchema } from '../anchor/receipt-schema.js';
+import type { Verification } from '../anchor/verify.js';
 import {
   bodyProblemResponses,
   IdempotencyKeyHeader,
@@ -18,7 +21,7 @@ const FolderId = Type.String({
   description: 'Folder name chosen by the client; a new one creates the folder',
 });
 
-const MetadataItem = Type.Object(
+export const MetadataItem = Type.Object(
   {
     type: Type.Enum([...METADATA_TYPES], { type: 'string' }),
     key: Type.String({ minLength: 1, maxLength: 128 }),
@@ -44,7 +47,7 @@ const CreateBody = Type.Object(
   { additionalProperties: false },
 );
 
-const Registry = Type.Object({
+export const Registry = Type.Object({
   id: Type.String({ format: 'uuid' }),
   title: Type.String(),
   description: Type.Union([Type.String(), Type.Null()]),
@@ -54,6 +57,30 @@ const Registry = Type.Object({
   callback_url: Type.Union([Type.String(), Type.Null()]),
   data_encrypted: Type.Boolean(),
   created_at: Type.String({ format: 'date-time' }),
+  anchor: Type.Union(
+    [
+      Type.Object({
+        status: Type.String({ enum: ['pending', 'anchored'] }),
+        network: Type.Union([Type.String(), Type.Null()], {
+          description: 'The network the registry is (to be) anchored on',
+        }),
+        txId: Type.Union([Type.String(), Type.Null()], {
+          description: 'The transaction holding the Merkle root; null while pending',
+        }),
+        blockNumber: Type.Union([Type.Integer(), Type.Null()]),
+        root: Type.Union([Type.String(), Type.Null()], { description: 'The Merkle root, hex' }),
+        anchored_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+      }),
+      Type.Null(),
+    ],
+    {
+      description:
+        "Where the registry's leaf is anchored on chain (see GET /registry/{id}/proof); null while anchoring is off",
+    },
+  ),
+  revoked_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'When the owner revoked this PASS; null while it is valid',
+  }),
 });
 
 const Created = Type.Object({
@@ -87,8 +114,87 @@ const NextCursor = Type.Union([Type.String(), Type.Null()], {
   description: 'Pass as `cursor` for the next page; null on the last',
 });
 
-export function registerRegistryRoutes(app: FastifyInstance, registries: Registries): void {
+const VerifyBody = Type.Object(
+  {
+    receipt: ReceiptSchema,
+    content: Type.Optional(
+      Type.Object(
+        {},
+        {
+          additionalProperties: true,
+          description:
+            'The registry as GET /registry/{id} returns it (its `data`); the anchored fields are id, created_at, title, description, folder_id, template, metadata, callback_url and data_encrypted, and any other field is ignored',
+        },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const VerificationResult = Type.Object({
+  verified: Type.Boolean({ description: 'Every check passed' }),
+  checks: Type.Object({
+    content: Type.Union([Type.Boolean(), Type.Null()], {
+      description: 'The content hashes to the leaf under the salt; null when no content was sent',
+    }),
+    path: Type.Boolean({ description: 'The proof leads from the leaf to the Merkle root' }),
+    transaction: Type.Boolean({
+      description: 'The named transaction, on the named chain, carries the root',
+    }),
+  }),
+  blockNumber: Type.Union([Type.Integer(), Type.Null()]),
+  confirmations: Type.Union([Type.Integer(), Type.Null()], {
+    description: "Blocks from the transaction's to the tip, its own included",
+  }),
+  problems: Type.Array(Type.String(), { description: 'What failed, one line each' }),
+});
+
+export interface RegistryRouteOptions {
+  /** Checks a receipt against the configured node of the network it names. */
+  verify(receipt: Receipt, content: unknown): Promise<Verification>;
+}
+
+export function registerRegistryRoutes(
+  app: FastifyInstance,
+  registries: Registries,
+  options: RegistryRouteOptions,
+): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
+
+  r.get(
+    '/registry/:id/proof',
+    {
+      schema: {
+        tags: ['registry'],
+        operationId: 'getRegistryProof',
+        summary: 'The anchoring receipt of a registry',
+        description:
+          'A self-contained receipt (Chainpoint v2 shape): the leaf, its salt, the Merkle path, the root and the transaction that carries it. Anyone can check it against a node of the network, with `POST /registry/verify` or `ledgerhook verify` without this service. 409 while the registry is not anchored yet.',
+        params: Type.Object({ id: Type.String({ format: 'uuid' }) }),
+        response: { 200: Type.Object({ data: ReceiptSchema }), ...problemResponses(400, 401, 404, 409) },
+      },
+    },
+    async (request) => ({ data: await registries.proof(request.principal.accountId, request.params.id) }),
+  );
+
+  r.post(
+    '/registry/verify',
+    {
+      schema: {
+        tags: ['registry'],
+        operationId: 'verifyRegistryReceipt',
+        summary: 'Verify an anchoring receipt, with or without the registry content',
+        description:
+          "Answers whether the receipt's path leads to its root, whether that root is in the named transaction on the named network (read from this service's node, as transaction lookup reads it), whether the content (if sent) hashes to the leaf, and how deep the transaction is. A receipt that fails a check is still 200, with `verified: false` and the problems; a malformed one is 400.",
+        body: VerifyBody,
+        response: { 200: Type.Object({ data: VerificationResult }), ...bodyProblemResponses(503) },
+      },
+    },
+    async (request) => {
+      const body = request.body as { receipt: Receipt; content?: unknown };
+      return { data: await options.verify(body.receipt, body.content) };
+    },
+  );
 
   r.post(
     '/registry/create',
@@ -175,5 +281,21 @@ export function registerRegistryRoutes(app: FastifyInstance, registries: Registr
         limit: request.query.limit ?? 20,
         cursor: request.query.cursor,
       }),
+  );
+
+  r.post(
+    '/registry/:id/revoke',
+    {
+      schema: {
+        tags: ['registry'],
+        operationId: 'revokeRegistry',
+        summary: 'Revoke a PASS',
+        description:
+          'Marks a PASS revoked: `revoked_at` is set, its public page (GET /pass/{id}) says Revoked, and with a `callback_url` a `registry.revoked` event is sent. Revoking again changes nothing and answers the same. Only a PASS can be revoked: any other template is 409. Takes no body.',
+        params: Type.Object({ id: Type.String({ format: 'uuid' }) }),
+        response: { 200: Type.Object({ data: Registry }), ...bodyProblemResponses(404, 409) },
+      },
+    },
+    async (request) => ({ data: await registries.revoke(request.principal.accountId, request.params.id) }),
   );
 }

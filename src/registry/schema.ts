@@ -56,6 +56,8 @@ export const registries = pgTable(
     wrappedKey: text('wrapped_key'),
     keyId: text('key_id'),
     createdAt: at('created_at').notNull(),
+    /** A PASS its owner revoked: shown as revoked everywhere, on its public page too. */
+    revokedAt: at('revoked_at'),
   },
   (t) => [
     foreignKey({ columns: [t.accountId, t.folderId], foreignColumns: [folders.accountId, folders.folderId] }),

@@ -1,6 +1,12 @@
-import { and, asc, count, desc, eq, gt, lt, type SQL } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, isNull, lt, type SQL } from 'drizzle-orm';
 import { v7 as uuidv7 } from 'uuid';
-import { NotFoundError, ServerMisconfiguredError, ValidationError } from '../errors.js';
+import { accounts } from '../accounts/schema.js';
+import { anchoredDocument, leafOf, newSalt } from '../anchor/leaf.js';
+import { type AnchorView, anchorColumns, leafJoin, recordLeaf, toAnchorView } from '../anchor/leaves.js';
+import { createProofs } from '../anchor/proofs.js';
+import type { Receipt } from '../anchor/receipt.js';
+import { anchorLeaves } from '../anchor/schema.js';
+import { ConflictError, NotFoundError, ServerMisconfiguredError, ValidationError } from '../errors.js';
 import { decodeCursor, isUuid, type Page, toPage } from '../http/pagination.js';
 import { canonicalJson, type Idempotency } from '../idempotency/service.js';
 import { enqueueNotifications, newNotificationId } from '../notify/outbox.js';
@@ -55,6 +61,17 @@ export interface RegistryView {
   callback_url: string | null;
   data_encrypted: boolean;
   created_at: string;
+  /** Null when the registry is not anchored and anchoring is off. */
+  anchor: AnchorView | null;
+  revoked_at: string | null;
+}
+
+/** What sealing keeps of an encrypted registry. */
+interface SealedContent {
+  metadata: MetadataItem[];
+  description: string | null;
+  /** The leaf's salt (registries created before anchoring have none). */
+  salt?: string;
 }
 
 export interface FolderView {
@@ -66,43 +83,44 @@ export interface FolderView {
 export const CREATE_SCOPE = 'POST /api/v1/registry/create';
 
 type RegistryRow = typeof registries.$inferSelect;
+type AnchorColumns = Parameters<typeof toAnchorView>[0];
 
 export function createRegistries(deps: {
   db: Db;
   envelope: Envelope;
   idempotency: Idempotency;
   callbacks: RegistryCallbacks;
+  /** The network registries are anchored on; undefined while anchoring is off. */
+  anchorNetwork?: string;
   now?: () => Date;
 }) {
   const { db, envelope, idempotency, callbacks } = deps;
   const now = deps.now ?? (() => new Date());
   const sealContext = (accountId: string, id: string) => `registry:${accountId}:${id}`;
+  const proofs = createProofs(db);
 
-  function toView(row: RegistryRow): RegistryView {
-    let metadata = row.metadata ?? [];
-    let description = row.description;
-    if (row.dataEncrypted) {
-      try {
-        const sealed = {
-          ciphertext: row.ciphertext ?? '',
-          wrappedKey: row.wrappedKey ?? '',
-          keyId: row.keyId ?? '',
-        };
-        const plain = JSON.parse(envelope.open(sealed, sealContext(row.accountId, row.id))) as {
-          metadata: MetadataItem[];
-          description: string | null;
-        };
-        metadata = plain.metadata;
-        description = plain.description;
-      } catch (err) {
-        if (err instanceof EnvelopeKeyMismatchError) {
-          throw new ServerMisconfiguredError(
-            `Registry ${row.id} is encrypted under another master key (${err.recordKeyId})`,
-          );
-        }
-        throw err;
+  /** The registry's content, opened when it is sealed, with its salt when it is sealed with it. */
+  function contentOf(row: RegistryRow): SealedContent {
+    if (!row.dataEncrypted) return { metadata: row.metadata ?? [], description: row.description };
+    try {
+      const sealed = {
+        ciphertext: row.ciphertext ?? '',
+        wrappedKey: row.wrappedKey ?? '',
+        keyId: row.keyId ?? '',
+      };
+      return JSON.parse(envelope.open(sealed, sealContext(row.accountId, row.id))) as SealedContent;
+    } catch (err) {
+      if (err instanceof EnvelopeKeyMismatchError) {
+        throw new ServerMisconfiguredError(
+          `Registry ${row.id} is encrypted under another master key (${err.recordKeyId})`,
+        );
       }
+      throw err;
     }
+  }
+
+  function toView(row: RegistryRow, anchor: AnchorColumns): RegistryView {
+    const { metadata, description } = contentOf(row);
     return {
       id: row.id,
       title: row.title,
@@ -113,7 +131,18 @@ export function createRegistries(deps: {
       callback_url: row.callbackUrl,
       data_encrypted: row.dataEncrypted,
       created_at: row.createdAt.toISOString(),
+      anchor: toAnchorView(anchor, deps.anchorNetwork),
+      revoked_at: row.revokedAt?.toISOString() ?? null,
     };
+  }
+
+  /** Registries with their anchoring: each row the registry and its leaf's batch, if any. */
+  function selectWithAnchor() {
+    return db
+      .select({ registry: registries, anchor: anchorColumns })
+      .from(registries)
+      .leftJoin(leafJoin.leaves, leafJoin.leafOn(registries.id))
+      .leftJoin(leafJoin.batches, leafJoin.batchOn);
   }
 
   function validate(input: CreateRegistryInput): void {
@@ -128,9 +157,29 @@ export function createRegistries(deps: {
     const id = uuidv7();
     const createdAt = now();
     const encrypted = input.data_encrypted === true;
+    const salt = newSalt();
+    // The leaf covers the registry as GET shows it, computed over the plaintext before sealing.
+    const leaf = leafOf(
+      salt,
+      anchoredDocument({
+        id,
+        created_at: createdAt.toISOString(),
+        title: input.title,
+        description: input.description ?? null,
+        folder_id: input.folder_id,
+        template: input.template,
+        metadata: input.metadata,
+        callback_url: input.callback_url ?? null,
+        data_encrypted: encrypted,
+      }),
+    );
     const sealed = encrypted
       ? envelope.seal(
-          JSON.stringify({ metadata: input.metadata, description: input.description ?? null }),
+          JSON.stringify({
+            metadata: input.metadata,
+            description: input.description ?? null,
+            salt,
+          } satisfies SealedContent),
           sealContext(accountId, id),
         )
       : undefined;
@@ -155,8 +204,10 @@ export function createRegistries(deps: {
       createdAt,
     });
     const data: CreatedRegistry['data'] = { id, title: input.title, created_at: createdAt.toISOString() };
+    let subscriptionId: string | null = null;
     if (input.callback_url !== undefined) {
       const endpoint = await callbacks.createRegistryEndpoint(tx, accountId, id, input.callback_url);
+      subscriptionId = endpoint.id;
       const notificationId = newNotificationId();
       // A thin event: no metadata, which may be encrypted at rest; the receiver fetches the registry.
       const event = {
@@ -191,10 +242,135 @@ export function createRegistries(deps: {
         callback_token: endpoint.callbackToken,
       });
     }
+    await recordLeaf(tx, {
+      registryId: id,
+      accountId,
+      leaf,
+      salt: encrypted ? null : salt,
+      subscriptionId,
+      createdAt,
+    });
     return { message: 'Registry created successfully', data };
   }
 
+  // ---- PASS: revocation and the public verification view ----
+
+  /** The endpoint told of a registry's events, recorded with its leaf when it was created. */
+  async function eventEndpoint(tx: Db, registryId: string): Promise<string | null> {
+    const [leaf] = await tx
+      .select({ subscriptionId: anchorLeaves.subscriptionId })
+      .from(anchorLeaves)
+      .where(eq(anchorLeaves.registryId, registryId));
+    return leaf?.subscriptionId ?? null;
+  }
+
+  /** Revokes in `tx`; a registry already revoked is left as it is, and tells nobody again. */
+  async function markRevoked(tx: Db, accountId: string, id: string): Promise<void> {
+    const revokedAt = now();
+    // Only the update that finds it unrevoked wins: concurrent revokes set one time, send one event.
+    const [row] = await tx
+      .update(registries)
+      .set({ revokedAt })
+      .where(
+        and(
+          eq(registries.accountId, accountId),
+          eq(registries.id, id),
+          eq(registries.template, 'PASS'),
+          isNull(registries.revokedAt),
+        ),
+      )
+      .returning();
+    if (!row) {
+      const [existing] = await tx
+        .select({ template: registries.template })
+        .from(registries)
+        .where(and(eq(registries.accountId, accountId), eq(registries.id, id)));
+      if (!existing) throw new NotFoundError(`No registry with id ${id}`);
+      if (existing.template !== 'PASS')
+        throw new ConflictError(
+          `Registry ${id} is a ${existing.template} record, which cannot be revoked: only a PASS can`,
+        );
+      return;
+    }
+    if (row.callbackUrl === null) return;
+    const subscriptionId = await eventEndpoint(tx, id);
+    if (subscriptionId === null) return;
+    const notificationId = newNotificationId();
+    // Thin, like registry.created: the receiver fetches the registry if it needs more.
+    const event = {
+      type: 'registry.revoked',
+      id: notificationId,
+      subscriptionId,
+      registry: {
+        id,
+        title: row.title,
+        folder_id: row.folderId,
+        template: row.template,
+        revoked_at: revokedAt.toISOString(),
+      },
+    };
+    await enqueueNotifications(
+      tx,
+      [
+        {
+          id: notificationId,
+          accountId,
+          subscriptionId,
+          eventType: 'registry.revoked',
+          body: JSON.stringify(event),
+        },
+      ],
+      revokedAt,
+    );
+  }
+
+  /** Revokes a PASS of the account (409 for any other template); revoking again changes nothing. */
+  async function revoke(accountId: string, id: string): Promise<RegistryView> {
+    if (!isUuid(id)) throw new NotFoundError(`No registry with id ${id}`);
+    await db.transaction((tx) => markRevoked(tx, accountId, id));
+    const [row] = await selectWithAnchor().where(
+      and(eq(registries.accountId, accountId), eq(registries.id, id)),
+    );
+    if (!row) throw new NotFoundError(`No registry with id ${id}`);
+    return toView(row.registry, row.anchor);
+  }
+
+  /**
+   * A PASS as anyone may see it, without a token. Whatever is not a PASS (no such id, a malformed
+   * one, a STORAGE record) is the same not-found, so the page tells nothing of other records.
+   * An encrypted PASS is never opened here: its metadata and description stay with its owner.
+   */
+  async function pass(id: string): Promise<PassView> {
+    const [row] = isUuid(id)
+      ? await db
+          .select({ registry: registries, anchor: anchorColumns, issuer: accounts.name })
+          .from(registries)
+          .innerJoin(accounts, eq(accounts.id, registries.accountId))
+          .leftJoin(leafJoin.leaves, leafJoin.leafOn(registries.id))
+          .leftJoin(leafJoin.batches, leafJoin.batchOn)
+          .where(and(eq(registries.id, id), eq(registries.template, 'PASS')))
+      : [];
+    if (!row) throw new NotFoundError(PASS_NOT_FOUND);
+    const r = row.registry;
+    const sealed = r.dataEncrypted;
+    return {
+      id: r.id,
+      title: r.title,
+      description: sealed ? null : r.description,
+      issuer: row.issuer,
+      created_at: r.createdAt.toISOString(),
+      status: r.revokedAt ? 'revoked' : 'valid',
+      revoked_at: r.revokedAt?.toISOString() ?? null,
+      data_encrypted: sealed,
+      metadata: sealed ? null : (r.metadata ?? []),
+      anchor: toAnchorView(row.anchor, deps.anchorNetwork),
+    };
+  }
+
   return {
+    revoke,
+    pass,
+
     async create(
       accountId: string,
       input: CreateRegistryInput,
@@ -219,13 +395,34 @@ export function createRegistries(deps: {
 
     async get(accountId: string, id: string): Promise<RegistryView> {
       const [row] = isUuid(id)
+        ? await selectWithAnchor().where(and(eq(registries.accountId, accountId), eq(registries.id, id)))
+        : [];
+      if (!row) throw new NotFoundError(`No registry with id ${id}`);
+      return toView(row.registry, row.anchor);
+    },
+
+    /** The receipt proving the registry's leaf is anchored (409 while it is not yet). */
+    async proof(accountId: string, id: string): Promise<Receipt> {
+      const [row] = isUuid(id)
         ? await db
             .select()
             .from(registries)
             .where(and(eq(registries.accountId, accountId), eq(registries.id, id)))
         : [];
       if (!row) throw new NotFoundError(`No registry with id ${id}`);
-      return toView(row);
+      const leaf = await proofs.leafOf(id);
+      // The salt of an encrypted registry is sealed with its content.
+      const salt = leaf?.salt ?? (leaf ? contentOf(row).salt : undefined);
+      if (!leaf || salt === undefined) {
+        throw new ConflictError(`Registry ${id} was created before anchoring existed and has no proof`);
+      }
+      const answer = await proofs.receipt(id, salt);
+      if (answer.state !== 'anchored') {
+        throw new ConflictError(
+          `Registry ${id} is not anchored yet; its receipt is ready once anchor.status is anchored`,
+        );
+      }
+      return answer.receipt;
     },
 
     /** Newest first; `cursor` continues after the last registry of the previous page. */
@@ -236,13 +433,16 @@ export function createRegistries(deps: {
       const conditions: SQL[] = [eq(registries.accountId, accountId)];
       if (query.folderId !== undefined) conditions.push(eq(registries.folderId, query.folderId));
       if (query.cursor !== undefined) conditions.push(lt(registries.id, decodeCursor(query.cursor)));
-      const rows = await db
-        .select()
-        .from(registries)
+      const rows = await selectWithAnchor()
         .where(and(...conditions))
         .orderBy(desc(registries.id))
         .limit(query.limit + 1);
-      return toPage(rows, query.limit, (r) => r.id, toView);
+      return toPage(
+        rows,
+        query.limit,
+        (r) => r.registry.id,
+        (r) => toView(r.registry, r.anchor),
+      );
     },
 
     /** Folders by name, with how many registries each holds. */
@@ -285,6 +485,26 @@ export function createRegistries(deps: {
       );
     },
   };
+}
+
+/** The one answer for any id that is not a PASS (see `pass`). */
+export const PASS_NOT_FOUND = 'No pass with this id';
+
+/** A PASS on its public page: what its holder shows, and whether it still holds. */
+export interface PassView {
+  id: string;
+  title: string;
+  /** Null when there is none, or when the PASS is encrypted. */
+  description: string | null;
+  /** The name of the account that issued it. */
+  issuer: string;
+  created_at: string;
+  status: 'valid' | 'revoked';
+  revoked_at: string | null;
+  data_encrypted: boolean;
+  /** Null when the PASS is encrypted: only its owner reads it. */
+  metadata: MetadataItem[] | null;
+  anchor: AnchorView | null;
 }
 
 export type Registries = ReturnType<typeof createRegistries>;

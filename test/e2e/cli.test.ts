@@ -71,13 +71,29 @@ describe('mistakes on the command line', () => {
     fs.writeFileSync(file, 'not a directory');
     const empty = fs.mkdtempSync(path.join(scratch, 'empty-'));
     const missing = path.join(scratch, 'missing');
-    const [dataDirFile, dns, host, listEmpty, listMissing] = await Promise.all([
+    const [dataDirFile, dns, host, listEmpty, listMissing, noKey, badKey, solana] = await Promise.all([
       runCli(['serve'], { LEDGERHOOK_DATA_DIR: file }),
       runCli(['serve'], { LEDGERHOOK_DATA_DIR: missing, LEDGERHOOK_DNS_SERVERS: 'foo' }),
       runCli(['serve'], { LEDGERHOOK_DATA_DIR: missing, HOST: '999.1.1.1' }),
       runCli(['token', 'list'], { LEDGERHOOK_DATA_DIR: empty }),
       runCli(['token', 'list'], { LEDGERHOOK_DATA_DIR: missing }),
+      runCli(['serve'], { LEDGERHOOK_DATA_DIR: missing, LEDGERHOOK_ANCHOR_NETWORK: 'ETH' }),
+      runCli(['serve'], {
+        LEDGERHOOK_DATA_DIR: missing,
+        LEDGERHOOK_ANCHOR_NETWORK: 'ETH',
+        LEDGERHOOK_ANCHOR_KEY: 'abandon abandon secret words',
+      }),
+      runCli(['serve'], {
+        LEDGERHOOK_DATA_DIR: missing,
+        LEDGERHOOK_ANCHOR_NETWORK: 'SOL',
+        LEDGERHOOK_ANCHOR_KEY: '0x01',
+      }),
     ]);
+    // Anchoring: the key is required, of the network's kind, never echoed; only EVM and Algorand.
+    expectOneLine(noKey, 2, /LEDGERHOOK_ANCHOR_KEY must be set to anchor on ETH/);
+    expectOneLine(badKey, 2, /LEDGERHOOK_ANCHOR_KEY must be an EVM private key/);
+    expect(badKey.stderr).not.toMatch(/secret words/);
+    expectOneLine(solana, 2, /LEDGERHOOK_ANCHOR_NETWORK names SOL, a solana network/);
     expectOneLine(dataDirFile, 2, new RegExp(`LEDGERHOOK_DATA_DIR ${file} is a file, not a directory`));
     expectOneLine(
       dns,
@@ -90,6 +106,7 @@ describe('mistakes on the command line', () => {
     expectOneLine(listEmpty, 2, new RegExp(`LEDGERHOOK_DATA_DIR ${empty} holds no Ledgerhook data`));
     expect(fs.readdirSync(empty)).toEqual([]);
     expectOneLine(listMissing, 2, new RegExp(`LEDGERHOOK_DATA_DIR ${missing} holds no Ledgerhook data`));
+    // No refusal above opened a database or wrote a key.
     expect(fs.existsSync(missing)).toBe(false);
   });
 });

@@ -144,6 +144,37 @@ describe('ledgerhook serve --devnet (a real process, its anvil and a receiver on
     });
     expect(body.mempool ?? false).toBe(false);
 
+    // Registries are anchored on the devnet without any configuration, by the account printed.
+    const anchorer = /anchored on DEVNET every 2s by (0x[0-9a-fA-F]{40})/.exec(out)?.[1];
+    expect(anchorer, out).toBeDefined();
+    const created = await fetch(`${service.url}/api/v1/registry/create`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        title: 'Devnet record',
+        metadata: [],
+        folder_id: 'devnet',
+        template: 'STORAGE',
+      }),
+    });
+    expect(created.status).toBe(201);
+    const registryId = ((await created.json()) as { data: { id: string } }).data.id;
+    const anchor = await waitFor(
+      async () => {
+        const got = await fetch(`${service.url}/api/v1/registry/${registryId}`, {
+          headers: { authorization: `Bearer ${token}` },
+        });
+        const data = ((await got.json()) as { data: { anchor: { status: string; txId: string } | null } })
+          .data;
+        return data.anchor?.status === 'anchored' ? data.anchor : undefined;
+      },
+      'the registry anchored on the devnet',
+      20_000,
+    );
+    const anchorTx = await publicClient.getTransaction({ hash: anchor.txId as Hex });
+    expect(getAddress(anchorTx.from)).toBe(getAddress(anchorer!));
+    expect(anchorTx.input.slice(0, 10)).toBe('0x4c484b31');
+
     // SIGTERM stops the service gracefully, and its anvil with it.
     expect(await service.stop('SIGTERM')).toBe(0);
     expect(await answers(rpcUrl!)).toBe(false);

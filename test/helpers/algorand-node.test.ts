@@ -1,7 +1,8 @@
 /**
  * The loopback Algorand node is no looser than the real APIs: its answers for the recorded round
  * equal the recorded ones (algod's msgpack byte for byte, its /hash, the indexer's JSON), and the
- * rounds it assembles keep the recorded answers' keys and types.
+ * rounds it assembles keep the recorded answers' keys and types. Its transaction pool answers a
+ * real signed transaction in algod's documented form, and refuses what algod refuses.
  */
 import fs from 'node:fs';
 import algosdk from 'algosdk';
@@ -28,6 +29,32 @@ async function get(path: string): Promise<{ status: number; bytes: Buffer }> {
   const res = await request(`${node.url}${path}`);
   return { status: res.statusCode, bytes: Buffer.from(await res.body.arrayBuffer()) };
 }
+
+async function post(path: string, body: Uint8Array): Promise<{ status: number; json: unknown }> {
+  const res = await request(`${node.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-binary' },
+    body,
+  });
+  return { status: res.statusCode, json: parseExactJson(await res.body.text()) };
+}
+
+const pendingFixture = () =>
+  parseExactJson(
+    fs.readFileSync(
+      fixturePath('chains/algorand', 'algod-pending-transaction-pay-testnet-constructed.json'),
+      'utf8',
+    ),
+  ) as Record<string, unknown>;
+
+/** The real signed payment RXZ6XSMU… (its signature verifies) as algod's POST takes it: msgpack. */
+function realSignedPayment(): algosdk.SignedTransaction {
+  return algosdk.decodeJSON(
+    JSON.stringify(pendingFixture().txn, (_k, v) => (typeof v === 'bigint' ? Number(v) : v)),
+    algosdk.SignedTransaction,
+  );
+}
+const REAL_TX_ID = 'RXZ6XSMUNRX7DFMUQCKFHMOSEZ7EYIOKKFNPUXKXAEL32PFRU7TQ';
 
 /** The keys and JSON types of a value, array elements merged. */
 function shape(value: unknown): unknown {
@@ -70,5 +97,66 @@ describe('the loopback Algorand node', () => {
     expect([...raw.get('block')!.keys()]).toEqual([...recorded.get('block')!.keys()]);
     expect((await get('/v2/blocks/102?format=msgpack')).status).toBe(404);
     expect((await get('/v2/blocks/102')).status).toBe(404);
+  });
+});
+
+describe("the loopback Algorand node's transaction pool", () => {
+  it('answers a real signed transaction pending exactly in the documented form, then refuses it again', async () => {
+    // Round 42226001 is inside the payment's window 42225820--42226820.
+    node.setRounds(assembleRun(42226000, 1));
+    const signed = realSignedPayment();
+    expect(signed.txn.txID()).toBe(REAL_TX_ID);
+    const bytes = algosdk.encodeMsgpack(signed);
+    expect(await post('/v2/transactions', bytes)).toEqual({ status: 200, json: { txId: REAL_TX_ID } });
+    const pending = await get(`/v2/transactions/pending/${REAL_TX_ID}?format=json`);
+    expect(pending.status).toBe(200);
+    expect(parseExactJson(pending.bytes.toString())).toEqual(pendingFixture());
+    expect(await post('/v2/transactions', bytes)).toEqual({
+      status: 400,
+      json: { message: `TransactionPool.Remember: transaction already in ledger: ${REAL_TX_ID}` },
+    });
+    node.confirm(REAL_TX_ID, 42226000);
+    const confirmed = parseExactJson((await get(`/v2/transactions/pending/${REAL_TX_ID}`)).bytes.toString());
+    expect(confirmed).toEqual({
+      ...pendingFixture(),
+      'asset-closing-amount': 0n,
+      'close-rewards': 0n,
+      'closing-amount': 0n,
+      'confirmed-round': 42226000n,
+      'receiver-rewards': 0n,
+      'sender-rewards': 0n,
+    });
+  });
+
+  it("refuses a bad signature, a transaction outside its window and garbage with algod's 400 {message}", async () => {
+    node.setRounds(assembleRun(42226000, 1));
+    const tampered = realSignedPayment();
+    tampered.sig![0]! ^= 1;
+    expect(await post('/v2/transactions', algosdk.encodeMsgpack(tampered))).toEqual({
+      status: 400,
+      json: { message: "At least one signature didn't pass verification" },
+    });
+    node.setRounds(assembleRun(42226820, 1));
+    expect(await post('/v2/transactions', algosdk.encodeMsgpack(realSignedPayment()))).toEqual({
+      status: 400,
+      json: { message: 'TransactionPool.Remember: txn dead: round 42226821 outside of 42225820--42226820' },
+    });
+    const garbage = await post('/v2/transactions', new Uint8Array([1, 2, 3]));
+    expect(garbage.status).toBe(400);
+    expect(Object.keys(garbage.json as object)).toEqual(['message']);
+    expect((await post('/v2/transactions', new Uint8Array())).json).toEqual({ message: 'empty txgroup' });
+  });
+
+  it("answers an unknown id 404 and a malformed one 400, with algod's texts", async () => {
+    const unknown = await get(`/v2/transactions/pending/${'A'.repeat(52)}`);
+    expect(unknown.status).toBe(404);
+    expect(JSON.parse(unknown.bytes.toString())).toEqual({
+      message: 'could not find the transaction in the transaction pool or in the last 1000 confirmed rounds',
+    });
+    const malformed = await get('/v2/transactions/pending/not-an-id');
+    expect(malformed.status).toBe(400);
+    expect(JSON.parse(malformed.bytes.toString())).toEqual({
+      message: 'no valid transaction ID was specified',
+    });
   });
 });

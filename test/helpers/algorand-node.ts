@@ -3,7 +3,8 @@
  * the block source uses (`/v2/status`, `/v2/status/wait-for-block-after/{round}` as a real long
  * poll, `/v2/blocks/{round}?format=msgpack`, `/v2/blocks/{round}/hash`, `/v2/transactions/params`,
  * `/v2/assets/{id}`) and the indexer's (`/health`, `/v2/blocks/{round}` with `header-only`,
- * `/v2/assets/{id}`), over the rounds it is given.
+ * `/v2/assets/{id}`), over the rounds it is given; and the algod paths an anchor uses to send a
+ * transaction and follow it (`POST /v2/transactions`, `/v2/transactions/pending/{txid}`).
  *
  * A round is held in both forms: algod's msgpack `{block, cert}` and the indexer's JSON. The real
  * round 24099447 is served from its recorded bytes and JSON (test/fixtures/chains/algorand/blocks).
@@ -11,12 +12,30 @@
  * transactions with another round number and previous-block hash, so that their hashes are
  * computed, not real. A round given only in indexer form (real indexer transactions that were
  * never recorded as msgpack) answers algod with 500.
+ *
+ * SYNTHESIZED, not recorded (no answer of these was ever recorded): `/v2/status`,
+ * `/v2/transactions/params` (the genesis is the recorded round's, testnet's, unless set; `fee` 0
+ * and `min-fee` 1000 are what algod answers with an idle pool), and the transaction pool. The pool
+ * follows go-algorand's handlers (daemon/algod/api/server/v2/handlers.go, node/node.go,
+ * data/pools/transactionPool.go): `POST /v2/transactions` answers 200 `{"txId"}`, or 400
+ * `{"message"}` with algod's texts for a bad signature ("At least one signature didn't pass
+ * verification"), a transaction outside its validity window ("TransactionPool.Remember: txn dead:
+ * round R outside of F--L") and one it already has, pending or committed ("TransactionPool.Remember:
+ * transaction already in ledger: TXID"). Unlike algod it takes one single-signature transaction per
+ * POST (no groups, multisig or logic signatures), and checks no fee or balance.
+ * `/v2/transactions/pending/{txid}` (JSON only) answers `{"pool-error", "txn"}` while pending,
+ * plus `confirmed-round` and the apply data algod adds (zero amounts and rewards) once the test
+ * confirms it, and 404 with algod's text for an id it does not know or that was committed more than
+ * 1000 rounds before the tip. A confirmed transaction is not in the block the node serves for its
+ * round: only its pending answer says it was committed.
  */
+import { createPublicKey, verify } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import algosdk from 'algosdk';
 import { stringify } from 'lossless-json';
 import { base32, blockFromIndexer } from '../../src/chains/algorand/blocks.js';
+import { isAlgorandTxId } from '../../src/chains/algorand/lookup.js';
 import { parseExactJson } from '../../src/chains/node-http.js';
 import { fixturePath } from './fixture-node.js';
 import { listenOnLoopback, type RestartableNode } from './loopback-server.js';
@@ -138,8 +157,27 @@ export interface AlgorandNode extends RestartableNode {
   setAsset(id: string, params: Json): void;
   /** The next `count` requests answer `status` (default 500). */
   failNext(count: number, status?: number): void;
+  /** The next `count` requests get no answer: their connection is closed. */
+  dropNext(count: number): void;
+  /** Every body POSTed to `/v2/transactions`, as received, accepted or not. */
+  readonly posted: Uint8Array[];
+  /** The pool's transactions by id, in the order they were accepted. */
+  readonly pool: ReadonlyMap<string, PooledTransaction>;
+  /** Commits a pooled transaction in `round`, a round the node holds (for its hash). */
+  confirm(txId: string, round: number): void;
+  /** The pool drops a pending transaction; its pending answer carries `poolError`. */
+  evict(txId: string, poolError: string): void;
   /** How long a wait-for-block-after waits for a new round before answering the status as is. */
   setWaitTimeout(ms: number): void;
+}
+
+export interface PooledTransaction {
+  signed: algosdk.SignedTransaction;
+  /** The bytes as POSTed. */
+  bytes: Uint8Array;
+  /** "" while pending or once committed. */
+  poolError: string;
+  confirmedRound?: number;
 }
 
 interface Reply {
@@ -154,6 +192,37 @@ const json = (value: unknown, status = 200): Reply => ({
   body: stringify(value) ?? 'null',
 });
 const notFound = (message: string): Reply => json({ message }, 404);
+/** algod's error body: `{"message"}` (daemon/algod/api/server/v2/utils.go, returnError). */
+const rejected = (message: string): Reply => json({ message }, 400);
+
+/** algod's `errFailedLookingUpLedger`, its 404 text for a round it does not have. */
+const NO_SUCH_ROUND = 'failed to retrieve information from the ledger';
+/** algod's `errTransactionNotFound`. */
+const TX_NOT_FOUND =
+  'could not find the transaction in the transaction pool or in the last 1000 confirmed rounds';
+/** MaxTxnLife: how many rounds back algod looks for a committed transaction. */
+const MAX_TXN_LIFE = 1000;
+
+/** JSON objects with their keys sorted, as algod's canonical JSON writes them. */
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (typeof value !== 'object' || value === null) return value;
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((k) => [k, sortKeys((value as Json)[k])]),
+  );
+}
+
+/** Whether an ed25519 single signature verifies over "TX" ‖ the transaction's msgpack. */
+function signatureVerifies(signed: algosdk.SignedTransaction): boolean {
+  if (!signed.sig || signed.msig || signed.lsig || signed.sgnr) return false;
+  const key = createPublicKey({
+    key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(signed.txn.sender.publicKey).toString('base64url') },
+    format: 'jwk',
+  });
+  return verify(null, signed.txn.bytesToSign(), key, signed.sig);
+}
 
 export async function startAlgorandNode(): Promise<AlgorandNode> {
   const requests: AlgorandNodeRequest[] = [];
@@ -162,6 +231,9 @@ export async function startAlgorandNode(): Promise<AlgorandNode> {
   let genesis = { ...TESTNET };
   const assets = new Map<string, Json>();
   let failures = { count: 0, status: 500 };
+  let drops = 0;
+  const posted: Uint8Array[] = [];
+  const pool = new Map<string, PooledTransaction>();
   let waitTimeoutMs = 1000;
   let waiters: (() => void)[] = [];
 
@@ -217,19 +289,82 @@ export async function startAlgorandNode(): Promise<AlgorandNode> {
     m = /^\/v2\/blocks\/(\d+)\/hash$/.exec(path);
     if (m) {
       const held = rounds.get(Number(m[1]));
-      return held
-        ? json({ blockHash: blockFromIndexer(held.indexer).hash })
-        : notFound(`failed to retrieve information from the ledger: ledger does not have entry ${m[1]}`);
+      return held ? json({ blockHash: blockFromIndexer(held.indexer).hash }) : notFound(NO_SUCH_ROUND);
     }
     m = /^\/v2\/blocks\/(\d+)$/.exec(path);
     if (m && query.get('format') === 'msgpack') {
       const held = rounds.get(Number(m[1]));
-      if (!held)
-        return notFound(`failed to retrieve information from the ledger: ledger does not have entry ${m[1]}`);
+      if (!held) return notFound(NO_SUCH_ROUND);
       if (!held.algod) return json({ message: 'this round was assembled for the indexer only' }, 500);
       return { status: 200, type: 'application/msgpack', body: held.algod };
     }
     return undefined;
+  }
+
+  /** `POST /v2/transactions`: the checks algod makes, in its order, for one transaction. */
+  function submit(body: Uint8Array): Reply {
+    posted.push(body);
+    if (body.length === 0) return rejected('empty txgroup');
+    let signed: algosdk.SignedTransaction;
+    try {
+      signed = algosdk.decodeSignedTransaction(body);
+    } catch (err) {
+      return rejected(`msgpack decode error: ${(err as Error).message}`);
+    }
+    if (!Buffer.from(algosdk.encodeMsgpack(signed)).equals(Buffer.from(body)))
+      return rejected('this loopback node takes one canonically encoded transaction per POST');
+    const txn = signed.txn;
+    if (Buffer.from(txn.genesisHash ?? []).toString('base64') !== genesis.genesisHash)
+      return rejected(`transaction genesis hash does not match ${genesis.genesisHash}`);
+    if (!signatureVerifies(signed)) return rejected("At least one signature didn't pass verification");
+    const txId = txn.txID();
+    // The pool evaluates it for the next round: a window that excludes it is "dead" (early or late).
+    const next = tip + 1;
+    if (Number(txn.lastValid) < next || Number(txn.firstValid) > next)
+      return rejected(
+        `TransactionPool.Remember: txn dead: round ${next} outside of ${txn.firstValid}--${txn.lastValid}`,
+      );
+    const held = pool.get(txId);
+    if (held && held.poolError === '')
+      return rejected(`TransactionPool.Remember: transaction already in ledger: ${txId}`);
+    pool.set(txId, { signed, bytes: body, poolError: '' });
+    return json({ txId });
+  }
+
+  /** `GET /v2/transactions/pending/{txid}` as algod's PendingTransactionInformation answers it. */
+  function pending(txId: string, query: URLSearchParams): Reply {
+    if (!isAlgorandTxId(txId)) return rejected('no valid transaction ID was specified');
+    const format = query.get('format') ?? 'json';
+    if (format !== 'json') return rejected(`this loopback node answers format=json only, not ${format}`);
+    const held = pool.get(txId);
+    if (!held) return notFound(TX_NOT_FOUND);
+    const txn = parseExactJson(algosdk.encodeJSON(held.signed));
+    if (held.confirmedRound === undefined) return json(sortKeys({ 'pool-error': held.poolError, txn }));
+    if (held.confirmedRound < Math.max(1, tip - MAX_TXN_LIFE)) return notFound(TX_NOT_FOUND);
+    // Committed: algod adds the apply data, zero for a payment that closes nothing.
+    return json(
+      sortKeys({
+        'asset-closing-amount': 0n,
+        'close-rewards': 0n,
+        'closing-amount': 0n,
+        'confirmed-round': BigInt(held.confirmedRound),
+        'pool-error': '',
+        'receiver-rewards': 0n,
+        'sender-rewards': 0n,
+        txn,
+      }),
+    );
+  }
+
+  function transactions(
+    method: string,
+    path: string,
+    query: URLSearchParams,
+    body: Uint8Array,
+  ): Reply | undefined {
+    if (path === '/v2/transactions' && method === 'POST') return submit(body);
+    const m = /^\/v2\/transactions\/pending\/([^/]+)$/.exec(path);
+    return m ? pending(m[1]!, query) : undefined;
   }
 
   function indexer(path: string, query: URLSearchParams): Reply | undefined {
@@ -260,25 +395,43 @@ export async function startAlgorandNode(): Promise<AlgorandNode> {
     return json(query.has('include-all') ? { asset: body, 'current-round': BigInt(tip) } : body);
   }
 
-  async function answer(path: string, query: URLSearchParams): Promise<Reply> {
+  async function answer(
+    method: string,
+    path: string,
+    query: URLSearchParams,
+    body: Uint8Array,
+  ): Promise<Reply> {
     if (failures.count > 0) {
       failures = { ...failures, count: failures.count - 1 };
       return json({ message: 'injected failure' }, failures.status);
     }
-    return (await algod(path, query)) ?? indexer(path, query) ?? asset(path, query) ?? notFound('Not Found');
+    return (
+      transactions(method, path, query, body) ??
+      (await algod(path, query)) ??
+      indexer(path, query) ??
+      asset(path, query) ??
+      notFound('Not Found')
+    );
   }
 
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://node.invalid');
-    requests.push({
-      method: req.method ?? 'GET',
-      path: url.pathname,
-      query: url.search,
-      headers: req.headers,
-    });
-    void answer(url.pathname, url.searchParams).then((reply) => {
-      res.writeHead(reply.status, { 'content-type': reply.type });
-      res.end(reply.body);
+    const method = req.method ?? 'GET';
+    requests.push({ method, path: url.pathname, query: url.search, headers: req.headers });
+    if (drops > 0) {
+      drops--;
+      req.socket.destroy();
+      return;
+    }
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      void answer(method, url.pathname, url.searchParams, new Uint8Array(Buffer.concat(chunks))).then(
+        (reply) => {
+          res.writeHead(reply.status, { 'content-type': reply.type });
+          res.end(reply.body);
+        },
+      );
     });
   });
   server.keepAliveTimeout = 1000;
@@ -310,6 +463,25 @@ export async function startAlgorandNode(): Promise<AlgorandNode> {
     },
     failNext(count, status = 500) {
       failures = { count, status };
+    },
+    dropNext(count) {
+      drops = count;
+    },
+    posted,
+    pool,
+    confirm(txId, round) {
+      const held = pool.get(txId);
+      if (!held) throw new Error(`The loopback node's pool has no transaction ${txId}`);
+      if (!rounds.has(round))
+        throw new Error(`The loopback node holds no round ${round} to confirm ${txId} in`);
+      held.confirmedRound = round;
+      held.poolError = '';
+    },
+    evict(txId, poolError) {
+      const held = pool.get(txId);
+      if (!held || held.confirmedRound !== undefined)
+        throw new Error(`The loopback node's pool has no pending transaction ${txId}`);
+      held.poolError = poolError;
     },
     setWaitTimeout(ms) {
       waitTimeoutMs = ms;

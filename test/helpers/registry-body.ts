@@ -17,3 +17,22 @@ export function sampleRegistryBody(overrides: Record<string, unknown> = {}): Rec
     ...overrides,
   };
 }
+
+/** What the PASS tests read of a registry view. */
+export interface PassView {
+  id: string;
+  title: string;
+  template: string;
+  revoked_at: string | null;
+  metadata: unknown[];
+  description: string | null;
+}
+
+/** A valid PASS create body. */
+export const passBody = (overrides: Record<string, unknown> = {}) =>
+  sampleRegistryBody({
+    template: 'PASS',
+    title: 'Concert ticket, row 7',
+    folder_id: 'tickets',
+    ...overrides,
+  });

@@ -71,7 +71,7 @@ interface Endpoint {
 }
 
 /** The base URL without credentials, and the API token it or the options carry. */
-function endpoint(options: AlgorandSourceOptions, header: string): Endpoint {
+export function endpoint(options: AlgorandSourceOptions, header: string): Endpoint {
   const url = new URL(options.url);
   const fromUrl = decodeURIComponent(url.password || url.username);
   url.username = '';
