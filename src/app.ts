@@ -4,6 +4,7 @@ import { eq } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { startAdminServer } from './accounts/admin.js';
+import { TOKEN_REVOKED_CHANNEL } from './accounts/principal-cache.js';
 import { createAccounts, type IssuedToken } from './accounts/service.js';
 import type { Anchorer } from './anchor/anchorer.js';
 import { anchorStats } from './anchor/batches.js';
@@ -267,7 +268,12 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
     }
     const envelope = createEnvelope(masterKey);
     await checkMasterKey(store.db, envelope);
-    const accounts = createAccounts({ db: store.db });
+    const accounts = createAccounts({ db: store.db, principalCacheTtlMs: config.authCacheTtlMs });
+    // A token revoked by another process (or the CLI on the same PostgreSQL) is refused here at once.
+    const stopTokenListener = await store.listen(TOKEN_REVOKED_CHANNEL, (tokenId) =>
+      accounts.onTokenRevoked(tokenId),
+    );
+    steps.push({ name: 'token revocation listener', stop: () => stopTokenListener() });
     const idempotency = createIdempotency({ db: store.db, envelope });
     const egress = createEgress({
       allowCidrs: config.allowCidrs,

@@ -49,6 +49,8 @@ export interface Config {
   testRateLimit: RateLimit | undefined;
   /** Requests for public pass pages (GET /pass/{id}) per client IP and process; undefined: unlimited. */
   passRateLimit: RateLimit | undefined;
+  /** How long an API token's account is served from memory (0: read on every request). */
+  authCacheTtlMs: number;
   /** A client must send a request's headers within this. */
   headersTimeoutMs: number;
   /** ... and the whole request, headers and body, within this. */
@@ -307,6 +309,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
       env.LEDGERHOOK_PASS_RATE_LIMIT?.trim() || '60/1m',
       'LEDGERHOOK_PASS_RATE_LIMIT',
     ),
+    authCacheTtlMs: readDuration(env, 'LEDGERHOOK_AUTH_CACHE_TTL', 1_000, 0, 60_000),
     headersTimeoutMs: readDuration(env, 'LEDGERHOOK_HEADERS_TIMEOUT', 10_000, 100, MAX_TIMEOUT_MS),
     requestTimeoutMs: readDuration(env, 'LEDGERHOOK_REQUEST_TIMEOUT', 30_000, 100, MAX_TIMEOUT_MS),
     dbQueryTimeoutMs: readDuration(env, 'LEDGERHOOK_DB_QUERY_TIMEOUT', 10_000, 100, MAX_TIMEOUT_MS),

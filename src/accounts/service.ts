@@ -5,6 +5,7 @@ import { NotFoundError } from '../errors.js';
 import { isUuid } from '../http/pagination.js';
 import type { Db } from '../store/db.js';
 import { validateAccountName } from './names.js';
+import { createPrincipalCache, TOKEN_REVOKED_CHANNEL } from './principal-cache.js';
 import { accounts, apiTokens } from './schema.js';
 
 export interface Account {
@@ -53,10 +54,27 @@ function newToken(): string {
 // The rule lives apart so that the command line can check a name without loading the service.
 export { validateAccountName };
 
-export function createAccounts(deps: { db: Db; now?: () => Date }) {
+export function createAccounts(deps: {
+  db: Db;
+  now?: () => Date;
+  /** How long a token's principal is served from memory; 0 reads the database every time. */
+  principalCacheTtlMs?: number;
+}) {
   const { db } = deps;
   const now = deps.now ?? (() => new Date());
   const lastUsedWritten = new Map<string, number>();
+  const principals = createPrincipalCache({
+    ttlMs: deps.principalCacheTtlMs ?? 1_000,
+    now: () => now().getTime(),
+  });
+
+  async function recordUse(principal: Principal): Promise<void> {
+    const at = now();
+    const last = lastUsedWritten.get(principal.tokenId) ?? 0;
+    if (at.getTime() - last < LAST_USED_RESOLUTION_MS) return;
+    lastUsedWritten.set(principal.tokenId, at.getTime());
+    await db.update(apiTokens).set({ lastUsedAt: at }).where(eq(apiTokens.id, principal.tokenId));
+  }
 
   async function ensureAccount(tx: Db, name: string): Promise<Account> {
     validateAccountName(name);
@@ -117,10 +135,15 @@ export function createAccounts(deps: { db: Db; now?: () => Date }) {
       if (!isUuid(id)) {
         throw new NotFoundError(`No token with id ${id}`);
       }
-      await db
-        .update(apiTokens)
-        .set({ revokedAt: now() })
-        .where(and(eq(apiTokens.id, id), isNull(apiTokens.revokedAt)));
+      await db.transaction(async (tx) => {
+        await tx
+          .update(apiTokens)
+          .set({ revokedAt: now() })
+          .where(and(eq(apiTokens.id, id), isNull(apiTokens.revokedAt)));
+        // Other processes drop the token from their caches when this commits.
+        await tx.execute(sql`SELECT pg_notify(${TOKEN_REVOKED_CHANNEL}, ${id})`);
+      });
+      principals.forgetToken(id);
       const [info] = (await this.listTokens()).filter((t) => t.id === id);
       if (!info) throw new NotFoundError(`No token with id ${id}`);
       return info;
@@ -129,18 +152,28 @@ export function createAccounts(deps: { db: Db; now?: () => Date }) {
     /** The account a presented token belongs to, or undefined for a malformed, unknown or revoked one. */
     async authenticate(token: string): Promise<Principal | undefined> {
       if (!TOKEN_PATTERN.test(token)) return undefined;
-      const [row] = await db
-        .select({ tokenId: apiTokens.id, accountId: apiTokens.accountId })
-        .from(apiTokens)
-        .where(and(eq(apiTokens.tokenHash, hashToken(token)), isNull(apiTokens.revokedAt)));
-      if (!row) return undefined;
-      const at = now();
-      const last = lastUsedWritten.get(row.tokenId) ?? 0;
-      if (at.getTime() - last >= LAST_USED_RESOLUTION_MS) {
-        lastUsedWritten.set(row.tokenId, at.getTime());
-        await db.update(apiTokens).set({ lastUsedAt: at }).where(eq(apiTokens.id, row.tokenId));
+      const tokenHash = hashToken(token);
+      let principal = principals.get(tokenHash);
+      if (!principal) {
+        const generation = principals.generation();
+        [principal] = await db
+          .select({ tokenId: apiTokens.id, accountId: apiTokens.accountId })
+          .from(apiTokens)
+          .where(and(eq(apiTokens.tokenHash, tokenHash), isNull(apiTokens.revokedAt)));
+        if (!principal) return undefined;
+        principals.set(tokenHash, principal, generation);
       }
-      return row;
+      await recordUse(principal);
+      return principal;
+    },
+
+    /**
+     * What arrives on TOKEN_REVOKED_CHANNEL: a revoked token's id, or nothing after the listener
+     * reconnected (revocations may have been missed meanwhile, so everything is forgotten).
+     */
+    onTokenRevoked(tokenId?: string): void {
+      if (tokenId === undefined) principals.clear();
+      else principals.forgetToken(tokenId);
     },
 
     /**
