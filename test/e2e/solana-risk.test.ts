@@ -141,8 +141,9 @@ describe('addressesRiskRatio from an HTTP service that never answers', () => {
     const ms = Date.now() - started;
     expect(body).not.toHaveProperty('addressesRiskRatio');
     expect(asked).toBeGreaterThan(0);
-    // Bounded by the 200 ms risk deadline plus the follower's 50 ms poll and delivery, far below
-    // the 10 s the wait would allow.
-    expect(ms).toBeLessThan(3_000);
+    // Bounded by the 200 ms risk deadline plus the follower's 50 ms poll and delivery (well under a
+    // second on a quiet machine; a CI run under a load of 20 once took 3 s), far below the 10 s
+    // the wait would allow.
+    expect(ms).toBeLessThan(6_000);
   });
 });
