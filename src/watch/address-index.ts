@@ -294,7 +294,8 @@ export function createAddressIndex(familyOf: (network: string) => Family | undef
     const table = networkTable(s.network);
     const length = addressKey(s.address, table.evm);
     for (const pending of pendingLoads) {
-      if (pending.seen.length <= subscription) pending.seen = grown(pending.seen, ids.entries);
+      if (pending.seen.length <= subscription)
+        pending.seen = grown(pending.seen, nextCapacity(subscription + 1, pending.seen.length));
       pending.seen[subscription] = 1;
     }
     if (added) subFirstWatch[subscription] = NONE;
