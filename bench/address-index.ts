@@ -165,12 +165,15 @@ const upsertOf = (address: string): SubscriptionChange => ({
 interface BuildResult {
   addresses: number;
   seconds: number;
+  /** CPU of this process (all its threads, the garbage collector's too) while indexing. */
+  cpuSeconds: number;
   heapBytes: number;
   arrayBufferBytes: number;
   rssBytes: number;
   rssAfter: number;
   peakRss: number;
   lookupsPerSecond: number;
+  lookupsPerCpuSecond: number;
   matched: number;
 }
 
@@ -185,21 +188,30 @@ function build(kind: Kind, count: number, all: boolean): BuildResult {
   const index = indexOf(kind);
   const sample: string[] = [];
   let seconds = 0;
+  let cpuSeconds = 0;
+  const cpu = () => {
+    const { user, system } = process.cpuUsage();
+    return (user + system) / 1e6;
+  };
   if (all) {
     let changes = [...randomAddressBatches(count)].flat().map(upsertOf);
     for (let i = 0; i < changes.length; i += 1000)
       sample.push((changes[i] as { subscription: WatchedSubscription }).subscription.address.toLowerCase());
     const t0 = now();
+    const c0 = cpu();
     for (const change of changes) index.apply(change);
     seconds = (now() - t0) / 1000;
+    cpuSeconds = cpu() - c0;
     changes = [];
   } else {
     const t0 = now();
+    const c0 = cpu();
     for (const batch of randomAddressBatches(count)) {
       for (const address of batch) index.apply(upsertOf(address));
       if (sample.length * 1000 < count) sample.push(batch[0]!.toLowerCase());
     }
     seconds = (now() - t0) / 1000;
+    cpuSeconds = cpu() - c0;
   }
   gc();
   const after = process.memoryUsage();
@@ -212,6 +224,7 @@ function build(kind: Kind, count: number, all: boolean): BuildResult {
   let lookups = 0;
   let matched = 0;
   const t0 = now();
+  const c0 = cpu();
   do {
     matched = 0;
     for (let i = 0; i < probes.length; i++)
@@ -219,16 +232,19 @@ function build(kind: Kind, count: number, all: boolean): BuildResult {
     lookups += probes.length;
   } while (now() - t0 < 1000);
   const lookupsPerSecond = lookups / ((now() - t0) / 1000);
+  const lookupsPerCpuSecond = lookups / (cpu() - c0);
   if (index.size() !== count) throw new Error(`${kind}: ${index.size()} subscriptions, not ${count}`);
   return {
     addresses: count,
     seconds,
+    cpuSeconds,
     heapBytes: after.heapUsed - before.heapUsed,
     arrayBufferBytes: after.arrayBuffers - before.arrayBuffers,
     rssBytes: after.rss - before.rss,
     rssAfter: after.rss,
     peakRss: process.resourceUsage().maxRSS * 1024,
     lookupsPerSecond,
+    lookupsPerCpuSecond,
     matched,
   };
 }
@@ -373,11 +389,13 @@ async function main(): Promise<void> {
       kind === 'reference' ? 'Map index (reference)' : 'compact index',
       grouped(r.addresses),
       fixed(r.seconds, 2),
+      fixed(r.cpuSeconds, 2),
       perAddress(r.heapBytes, r.addresses),
       perAddress(r.arrayBufferBytes, r.addresses),
       perAddress(r.heapBytes + r.arrayBufferBytes, r.addresses),
       mb(r.rssBytes),
       grouped(r.lookupsPerSecond),
+      grouped(r.lookupsPerCpuSecond),
     ]);
   }
   const ref = results.reference!;
@@ -388,28 +406,33 @@ async function main(): Promise<void> {
         'index',
         'addresses',
         'apply s',
+        'apply cpu s',
         'heap B/addr',
         'typed arrays B/addr',
         'total B/addr',
         'rss +MB',
         'lookups/s',
+        'lookups/cpu s',
       ],
       table,
     ),
   );
   const total = (r: BuildResult) => r.heapBytes + r.arrayBufferBytes;
   console.log(
-    `compact / reference: memory ${fixed(total(compact) / total(ref), 3)}, time to index ${fixed(
+    `compact / reference: memory ${fixed(total(compact) / total(ref), 3)}; time to index ${fixed(
       compact.seconds / ref.seconds,
       3,
-    )}, lookups/s ${fixed(compact.lookupsPerSecond / ref.lookupsPerSecond, 2)} (after a full GC; 1 in 100 lookups watched: ${compact.matched} matched per pass)`,
+    )} (cpu ${fixed(compact.cpuSeconds / ref.cpuSeconds, 3)}); lookups/s ${fixed(
+      compact.lookupsPerSecond / ref.lookupsPerSecond,
+      2,
+    )} (per cpu second ${fixed(compact.lookupsPerCpuSecond / ref.lookupsPerCpuSecond, 2)}). After a full GC; 1 in 100 lookups watched (${compact.matched} matched per pass).`,
   );
 
   // 2. Ten million in one process: changes made and applied 10,000 at a time.
   if (big > 0) {
     const r = await inChild<BuildResult>(['build', 'compact', String(big)]);
     console.log(
-      `compact index, ${grouped(big)} watched addresses: made and applied in ${fixed(r.seconds, 1)} s; ${perAddress(
+      `compact index, ${grouped(big)} watched addresses: made and applied in ${fixed(r.seconds, 1)} s (cpu ${fixed(r.cpuSeconds, 1)} s); ${perAddress(
         total(r),
         big,
       )} B/address; process RSS ${mb(r.rssAfter)} MB after a full GC, peak ${mb(r.peakRss)} MB; ${grouped(

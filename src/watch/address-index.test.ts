@@ -51,14 +51,19 @@ describe('the key table', () => {
     // Every key in one probe run: finding one compares against the others.
     const table = createKeyTable(undefined, () => 7);
     const keys = Array.from({ length: 500 }, (_, i) => key(`key-${i}`));
-    const entries = keys.map((k) => table.add(k, k.length).entry);
+    const entries = keys.map((k) => table.add(k, k.length));
     expect(new Set(entries).size).toBe(500);
     for (const [i, k] of keys.entries()) expect(table.find(k, k.length)).toBe(entries[i]);
     // Removing from the middle of the run must leave the later keys reachable.
     for (let i = 0; i < 500; i += 2) table.remove(entries[i]!);
     for (const [i, k] of keys.entries()) expect(table.find(k, k.length)).toBe(i % 2 === 0 ? -1 : entries[i]);
     expect(table.size).toBe(250);
-    for (let i = 0; i < 500; i += 2) expect(table.add(keys[i]!, keys[i]!.length).added).toBe(true);
+    for (let i = 0; i < 500; i += 2) {
+      table.add(keys[i]!, keys[i]!.length);
+      expect(table.added).toBe(true);
+    }
+    table.add(keys[1]!, keys[1]!.length);
+    expect(table.added).toBe(false);
     for (const k of keys)
       expect(new TextDecoder().decode(table.keyOf(table.find(k, k.length)))).toBe(
         new TextDecoder().decode(k),
@@ -69,7 +74,7 @@ describe('the key table', () => {
     const table = createKeyTable();
     const prefix = 'x'.repeat(60);
     const keys = Array.from({ length: 20_000 }, (_, i) => key(`${prefix}${i}`));
-    const entries = keys.map((k) => table.add(k, k.length).entry);
+    const entries = keys.map((k) => table.add(k, k.length));
     // Remove most of them several times over, so the arena fills with dead keys and is compacted.
     for (let round = 0; round < 3; round++) {
       for (let i = 0; i < keys.length; i++)

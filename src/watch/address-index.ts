@@ -236,8 +236,8 @@ export function createAddressIndex(familyOf: (network: string) => Family | undef
 
   /** Adds `address` (already in `scratch`, `length` bytes) to the subscription's watches. */
   function watch(subscription: number, table: NetworkTable, length: number): void {
-    const { entry, added } = table.addresses.add(scratch, length);
-    if (added) table.firstWatch[entry] = NONE;
+    const entry = table.addresses.add(scratch, length);
+    if (table.addresses.added) table.firstWatch[entry] = NONE;
     const w = allocateWatch();
     watchAddress[w] = entry;
     watchSubscription[w] = subscription;
@@ -290,14 +290,16 @@ export function createAddressIndex(familyOf: (network: string) => Family | undef
   }
 
   function upsert(s: WatchedSubscription): void {
-    const { entry: subscription, added } = ids.add(scratch, idKey(s.id));
+    const subscription = ids.add(scratch, idKey(s.id));
+    const added = ids.added;
     const table = networkTable(s.network);
     const length = addressKey(s.address, table.evm);
-    for (const pending of pendingLoads) {
-      if (pending.seen.length <= subscription)
-        pending.seen = grown(pending.seen, nextCapacity(subscription + 1, pending.seen.length));
-      pending.seen[subscription] = 1;
-    }
+    if (pendingLoads.size > 0)
+      for (const pending of pendingLoads) {
+        if (pending.seen.length <= subscription)
+          pending.seen = grown(pending.seen, nextCapacity(subscription + 1, pending.seen.length));
+        pending.seen[subscription] = 1;
+      }
     if (added) subFirstWatch[subscription] = NONE;
     else {
       if (subMempool[subscription]) networkList[subNetwork[subscription]!]!.mempoolSubscriptions--;

@@ -4,12 +4,18 @@
  * Keys live end to end in one byte arena; the table is open addressing with linear probing over a
  * Uint32Array of entry + 1 (0: empty). Nothing here is a JavaScript object per key, so millions of
  * keys cost a few tens of bytes each and nothing for the garbage collector to trace.
+ *
+ * A slot holds entry + 1 in its low bits and the key's hash in the bits above, which entries do not
+ * need yet: a probe passing other keys compares slots alone, without reading their keys (three
+ * cache misses each, which made most of the cost of adding a million keys).
  */
 export interface KeyTable {
   /** The entry of `key[0..length)`, or -1. */
   find(key: Uint8Array, length: number): number;
-  /** The entry of the key, added if absent (`added` tells which). */
-  add(key: Uint8Array, length: number): { entry: number; added: boolean };
+  /** The entry of the key, added if absent (then `added` is true until the next `add`). */
+  add(key: Uint8Array, length: number): number;
+  /** Whether the last `add` added its key (rather than finding it). */
+  readonly added: boolean;
   /** Forgets the entry's key; the entry number is reused by a later `add`. */
   remove(entry: number): void;
   /** The key's bytes, valid until the next `add` or `remove`. */
@@ -88,11 +94,14 @@ export function createKeyTable(
   let arenaGarbage = 0;
   let slots = new Uint32Array(0);
   let mask = -1;
+  /** The bits of a slot that hold entry + 1; the bits above hold the hash's. */
+  let entryMask = 0;
   let size = 0;
   let entries = 0;
   /** Freed entries, reused before new ones. */
   let free = new Int32Array(0);
   let freeCount = 0;
+  let added = false;
 
   function ensureEntries(needed: number): void {
     if (needed <= entryCapacity) return;
@@ -100,19 +109,28 @@ export function createKeyTable(
     keyStart = grown(keyStart, entryCapacity);
     keyLength = grown(keyLength, entryCapacity);
     onEntries(entryCapacity);
+    if (entryCapacity > entryMask) rebuild(slots.length);
   }
 
   function ensureSlots(needed: number): void {
     if (needed <= slots.length * MAX_LOAD) return;
     let length = Math.max(1024, slots.length);
     while (needed > length * MAX_LOAD) length *= 2;
+    rebuild(length);
+  }
+
+  /** Slots of `length` for the keys held, with as many hash bits as entries leave free. */
+  function rebuild(length: number): void {
+    const entryBits = Math.min(31, 32 - Math.clz32(entryCapacity));
+    entryMask = 2 ** entryBits - 1;
     slots = new Uint32Array(length);
     mask = length - 1;
     for (let entry = 0; entry < entries; entry++) {
       if (keyLength[entry] === 0) continue;
-      let slot = hashOf(arena, keyStart[entry]!, keyLength[entry]!) & mask;
+      const hash = hashOf(arena, keyStart[entry]!, keyLength[entry]!);
+      let slot = hash & mask;
       while (slots[slot] !== 0) slot = (slot + 1) & mask;
-      slots[slot] = entry + 1;
+      slots[slot] = (hash & ~entryMask) | (entry + 1);
     }
   }
 
@@ -148,11 +166,14 @@ export function createKeyTable(
 
   function find(key: Uint8Array, length: number): number {
     if (size === 0) return -1;
-    let slot = hashOf(key, 0, length) & mask;
+    const hash = hashOf(key, 0, length);
+    const tag = hash & ~entryMask;
+    let slot = hash & mask;
     for (;;) {
       const held = slots[slot]!;
       if (held === 0) return -1;
-      if (equals(held - 1, key, length)) return held - 1;
+      if ((held & ~entryMask) === tag && equals((held & entryMask) - 1, key, length))
+        return (held & entryMask) - 1;
       slot = (slot + 1) & mask;
     }
   }
@@ -166,32 +187,43 @@ export function createKeyTable(
     find,
     add(key, length) {
       if (length === 0 || length > 0xffff) throw new RangeError(`a key of ${length} bytes`);
-      const existing = find(key, length);
-      if (existing >= 0) return { entry: existing, added: false };
+      // Room first, so the empty slot that ends the probe is where the key goes.
       ensureSlots(size + 1);
+      ensureEntries(entries + 1);
+      const hash = hashOf(key, 0, length);
+      const tag = hash & ~entryMask;
+      let slot = hash & mask;
+      for (let held = slots[slot]!; held !== 0; held = slots[slot]!) {
+        if ((held & ~entryMask) === tag && equals((held & entryMask) - 1, key, length)) {
+          added = false;
+          return (held & entryMask) - 1;
+        }
+        slot = (slot + 1) & mask;
+      }
       ensureArena(length);
       const entry = freeCount > 0 ? free[--freeCount]! : entries++;
-      ensureEntries(entries);
       keyStart[entry] = arenaUsed;
       keyLength[entry] = length;
-      arena.set(key.subarray(0, length), arenaUsed);
+      for (let i = 0; i < length; i++) arena[arenaUsed + i] = key[i]!;
       arenaUsed += length;
-      let slot = hashOf(key, 0, length) & mask;
-      while (slots[slot] !== 0) slot = (slot + 1) & mask;
-      slots[slot] = entry + 1;
+      slots[slot] = tag | (entry + 1);
       size++;
-      return { entry, added: true };
+      added = true;
+      return entry;
+    },
+    get added() {
+      return added;
     },
     remove(entry) {
       const length = keyLength[entry]!;
       if (length === 0) return;
       let slot = hashOf(arena, keyStart[entry]!, length) & mask;
-      while (slots[slot] !== entry + 1) slot = (slot + 1) & mask;
+      while ((slots[slot]! & entryMask) !== entry + 1) slot = (slot + 1) & mask;
       // Backward-shift deletion: pull later keys of the probe run into the hole, so lookups need
       // no tombstones and stay as short as if the key had never been there.
       let hole = slot;
       for (let next = (hole + 1) & mask; slots[next] !== 0; next = (next + 1) & mask) {
-        const moved = slots[next]! - 1;
+        const moved = (slots[next]! & entryMask) - 1;
         const home = hashOf(arena, keyStart[moved]!, keyLength[moved]!) & mask;
         // Movable unless its home lies cyclically in (hole, next].
         const inRange = hole <= next ? home > hole && home <= next : home > hole || home <= next;
