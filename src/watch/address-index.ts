@@ -338,18 +338,27 @@ export function createAddressIndex(familyOf: (network: string) => Family | undef
     return found;
   }
 
+  /** One keyset page of live address subscriptions after `after`, by id. */
+  async function page(db: Db, after: string): Promise<LoadedRow[]> {
+    const result = await db.execute(sql`
+      SELECT id, account_id, network, address, confirmations, mempool FROM subscriptions
+      WHERE type = 'ADDRESS_TRANSACTION' AND deleted_at IS NULL AND network IS NOT NULL
+        AND address IS NOT NULL AND id > ${after}::uuid
+      ORDER BY id LIMIT ${LOAD_PAGE}`);
+    return (result as unknown as { rows: LoadedRow[] }).rows;
+  }
+
   /** Reads every live address subscription in pages by id and upserts them; then drops the rest. */
   async function loadAll(db: Db, pending: { seen: Uint8Array }): Promise<number> {
     let count = 0;
     try {
-      let after = '00000000-0000-0000-0000-000000000000';
-      for (;;) {
-        const result = await db.execute(sql`
-          SELECT id, account_id, network, address, confirmations, mempool FROM subscriptions
-          WHERE type = 'ADDRESS_TRANSACTION' AND deleted_at IS NULL AND network IS NOT NULL
-            AND address IS NOT NULL AND id > ${after}::uuid
-          ORDER BY id LIMIT ${LOAD_PAGE}`);
-        const rows = (result as unknown as { rows: LoadedRow[] }).rows;
+      let next: Promise<LoadedRow[]> | undefined = page(db, '00000000-0000-0000-0000-000000000000');
+      while (next) {
+        const rows: LoadedRow[] = await next;
+        // The next page is read while this one is indexed (PostgreSQL answers from its process).
+        next = rows.length === LOAD_PAGE ? page(db, rows[rows.length - 1]!.id) : undefined;
+        // Unhandled until awaited: a failure of the next page must not crash the process meanwhile.
+        next?.catch(() => {});
         for (const row of rows)
           upsert({
             id: row.id,
@@ -360,8 +369,6 @@ export function createAddressIndex(familyOf: (network: string) => Family | undef
             mempool: row.mempool,
           });
         count += rows.length;
-        if (rows.length < LOAD_PAGE) break;
-        after = rows[rows.length - 1]!.id;
       }
       // A reload (after missed notifications) also drops what was deleted meanwhile.
       pendingLoads.delete(pending);
