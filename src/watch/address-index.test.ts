@@ -1,0 +1,299 @@
+import crypto from 'node:crypto';
+import { sql } from 'drizzle-orm';
+import { v7 as uuidv7 } from 'uuid';
+import { getAddress } from 'viem';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { backends, createTestEnvironment, type TestEnvironment } from '../../test/helpers/env.js';
+import type { Family } from '../chains/networks.js';
+import { openStore, type Store } from '../store/db.js';
+import { createAddressIndex, type WatchedSubscription } from './address-index.js';
+import { createKeyTable } from './key-table.js';
+
+const FAMILIES: Record<string, Family> = {
+  ETH: 'evm',
+  POL: 'evm',
+  BTC: 'bitcoin',
+  ALGO: 'algorand',
+  SOL: 'solana',
+};
+const familyOf = (network: string) => FAMILIES[network];
+
+const EVM = '0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045';
+const randomEvm = () => `0x${crypto.randomBytes(20).toString('hex')}`;
+
+let counter = 0;
+function watched(
+  network: string,
+  address: string,
+  fields: Partial<WatchedSubscription> = {},
+): WatchedSubscription {
+  return {
+    id: uuidv7(),
+    accountId: `account-${counter++ % 3}`,
+    network,
+    address,
+    confirmations: 1,
+    mempool: false,
+    ...fields,
+  };
+}
+
+function indexOf(...subscriptions: WatchedSubscription[]) {
+  const index = createAddressIndex(familyOf);
+  for (const subscription of subscriptions) index.apply({ type: 'upsert', subscription });
+  return index;
+}
+
+describe('the key table', () => {
+  const key = (text: string) => new TextEncoder().encode(text);
+
+  test('keys that all hash alike are told apart, removed and found again', () => {
+    // Every key in one probe run: finding one compares against the others.
+    const table = createKeyTable(undefined, () => 7);
+    const keys = Array.from({ length: 500 }, (_, i) => key(`key-${i}`));
+    const entries = keys.map((k) => table.add(k, k.length));
+    expect(new Set(entries).size).toBe(500);
+    for (const [i, k] of keys.entries()) expect(table.find(k, k.length)).toBe(entries[i]);
+    // Removing from the middle of the run must leave the later keys reachable.
+    for (let i = 0; i < 500; i += 2) table.remove(entries[i]!);
+    for (const [i, k] of keys.entries()) expect(table.find(k, k.length)).toBe(i % 2 === 0 ? -1 : entries[i]);
+    expect(table.size).toBe(250);
+    for (let i = 0; i < 500; i += 2) {
+      table.add(keys[i]!, keys[i]!.length);
+      expect(table.added).toBe(true);
+    }
+    table.add(keys[1]!, keys[1]!.length);
+    expect(table.added).toBe(false);
+    for (const k of keys)
+      expect(new TextDecoder().decode(table.keyOf(table.find(k, k.length)))).toBe(
+        new TextDecoder().decode(k),
+      );
+  });
+
+  test('keys sharing a long prefix, through growth, removal and the arena compacted', () => {
+    const table = createKeyTable();
+    const prefix = 'x'.repeat(60);
+    const keys = Array.from({ length: 20_000 }, (_, i) => key(`${prefix}${i}`));
+    const entries = keys.map((k) => table.add(k, k.length));
+    // Remove most of them several times over, so the arena fills with dead keys and is compacted.
+    for (let round = 0; round < 3; round++) {
+      for (let i = 0; i < keys.length; i++)
+        if (i % 10 !== 0) table.remove(table.find(keys[i]!, keys[i]!.length));
+      for (let i = 0; i < keys.length; i++) if (i % 10 !== 0) table.add(keys[i]!, keys[i]!.length);
+    }
+    expect(table.size).toBe(20_000);
+    for (const [i, k] of keys.entries()) {
+      const entry = table.find(k, k.length);
+      expect(entry).toBeGreaterThanOrEqual(0);
+      if (i % 10 === 0) expect(entry).toBe(entries[i]);
+      expect(new TextDecoder().decode(table.keyOf(entry))).toBe(`${prefix}${i}`);
+    }
+    expect(table.entries).toBe(20_000);
+  });
+});
+
+describe('the address index', () => {
+  test('an EVM address matches in any case and reads back as it was stored', () => {
+    const lower = EVM.toLowerCase();
+    const s = watched('ETH', EVM);
+    const index = indexOf(s);
+    for (const form of [EVM, lower, `0x${lower.slice(2).toUpperCase()}`, `0X${lower.slice(2)}`])
+      expect(index.lookup('ETH', form)).toEqual([s]);
+    expect(index.lookup('ETH', `${lower.slice(0, -1)}7`)).toEqual([]);
+    expect(index.lookup('POL', lower)).toEqual([]);
+    expect(index.lookup('BSC', lower)).toEqual([]);
+    // Any case, not only EIP-55, as given.
+    const mixed = '0xAbCdEf0123456789aBcDeF0123456789ABCDEFab';
+    const other = watched('ETH', mixed);
+    index.apply({ type: 'upsert', subscription: other });
+    expect(index.lookup('ETH', mixed.toLowerCase())).toEqual([other]);
+  });
+
+  test('strings that are not hex addresses are watched as strings (lower case on EVM networks)', () => {
+    const s = watched('ETH', 'not-an-address');
+    const t = watched('ETH', `0x${'g'.repeat(40)}`);
+    const index = indexOf(s, t);
+    expect(index.lookup('ETH', 'NOT-an-address')).toEqual([s]);
+    expect(index.lookup('ETH', `0x${'G'.repeat(40)}`)).toEqual([t]);
+    expect(index.lookup('ETH', `0x${'0'.repeat(40)}`)).toEqual([]);
+  });
+
+  test("every other family's addresses match exactly as stored", () => {
+    const addresses: [string, string][] = [
+      ['BTC', '1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNa'],
+      ['BTC', '3J98t1WpEZ73CNmQviecrnyiWrnqRhWNLy'],
+      ['BTC', 'bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq'],
+      ['BTC', 'bc1p5d7rjq7g6rdk2yhzks9smlaqtedr4dekq08ge8ztwac72sfr9rusxg3297'],
+      ['ALGO', '25M5BT2DMMED3V6CWDEYKSNEFGPXX4QBIINCOICLXXRU3UGTSGRMF3MTOE'],
+      ['SOL', 'So11111111111111111111111111111111111111112'],
+      ['SOL', '11111111111111111111111111111111'],
+    ];
+    const subscriptions = addresses.map(([network, address]) => watched(network, address));
+    const index = indexOf(...subscriptions);
+    for (const [i, [network, address]] of addresses.entries()) {
+      expect(index.lookup(network, address)).toEqual([subscriptions[i]]);
+      // Base58, base32 and bech32 spellings are matched as stored: another case is another address.
+      const recased = address.toLowerCase() === address ? address.toUpperCase() : address.toLowerCase();
+      if (recased !== address) expect(index.lookup(network, recased)).toEqual([]);
+    }
+    expect(index.lookup('BTC', 'So11111111111111111111111111111111111111112')).toEqual([]);
+    expect(index.addressCounts()).toEqual({ BTC: 4, ALGO: 1, SOL: 2 });
+    expect(index.networks()).toEqual(['BTC', 'ALGO', 'SOL']);
+  });
+
+  test('several subscriptions on one address, in the order they came; each removed alone', () => {
+    const a = watched('ETH', EVM, { confirmations: 12 });
+    const b = watched('ETH', EVM.toLowerCase(), { mempool: true, accountId: 'other' });
+    const c = watched('ETH', EVM);
+    const index = indexOf(a, b, c);
+    expect(index.lookup('ETH', EVM)).toEqual([a, b, c]);
+    expect(index.addressCounts()).toEqual({ ETH: 1 });
+    expect(index.size()).toBe(3);
+    expect(index.watchesMempool('ETH')).toBe(true);
+    index.apply({ type: 'remove', id: b.id });
+    expect(index.lookup('ETH', EVM)).toEqual([a, c]);
+    expect(index.watchesMempool('ETH')).toBe(false);
+    index.apply({ type: 'remove', id: a.id });
+    index.apply({ type: 'remove', id: a.id });
+    expect(index.lookup('ETH', EVM)).toEqual([c]);
+    index.apply({ type: 'remove', id: c.id });
+    expect(index.lookup('ETH', EVM)).toEqual([]);
+    expect(index.size()).toBe(0);
+    expect(index.networks()).toEqual([]);
+    expect(index.addressCounts()).toEqual({ ETH: 0 });
+    // Removed and added again.
+    index.apply({ type: 'upsert', subscription: b });
+    expect(index.lookup('ETH', EVM)).toEqual([b]);
+    expect(index.watchesMempool('ETH')).toBe(true);
+  });
+
+  test("an upsert changes a subscription's address, network or fields in place", () => {
+    const s = watched('ETH', EVM, { mempool: true });
+    const index = indexOf(s);
+    const moved = { ...s, address: randomEvm() };
+    index.apply({ type: 'upsert', subscription: moved });
+    expect(index.lookup('ETH', EVM)).toEqual([]);
+    expect(index.lookup('ETH', moved.address)).toEqual([moved]);
+    expect(index.addressCounts()).toEqual({ ETH: 1 });
+    const recased = { ...moved, address: getAddress(moved.address), confirmations: 30, mempool: false };
+    index.apply({ type: 'upsert', subscription: recased });
+    expect(index.lookup('ETH', moved.address)).toEqual([recased]);
+    expect(index.watchesMempool('ETH')).toBe(false);
+    const elsewhere = { ...recased, network: 'BTC', address: 'bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq' };
+    index.apply({ type: 'upsert', subscription: elsewhere });
+    expect(index.lookup('ETH', moved.address)).toEqual([]);
+    expect(index.lookup('BTC', elsewhere.address)).toEqual([elsewhere]);
+    expect(index.networks()).toEqual(['BTC']);
+    expect(index.size()).toBe(1);
+  });
+
+  test('ids that are not UUIDs, and UUIDs in upper case, read back as given', () => {
+    const subscriptions = ['sub-1', 'ünïcode', uuidv7().toUpperCase(), uuidv7()].map((id) =>
+      watched('ETH', randomEvm(), { id }),
+    );
+    const index = indexOf(...subscriptions);
+    for (const s of subscriptions) expect(index.lookup('ETH', s.address)).toEqual([s]);
+    index.apply({ type: 'remove', id: subscriptions[2]!.id.toLowerCase() });
+    expect(index.size()).toBe(4);
+    index.apply({ type: 'remove', id: subscriptions[2]!.id });
+    expect(index.size()).toBe(3);
+  });
+
+  test('many addresses through growth, half removed and added back, against a Map of them', () => {
+    const index = createAddressIndex(familyOf);
+    const reference = new Map<string, WatchedSubscription>();
+    for (let i = 0; i < 12_000; i++) {
+      const s = watched(i % 3 === 0 ? 'POL' : 'ETH', randomEvm(), { confirmations: i });
+      reference.set(s.id, s);
+      index.apply({ type: 'upsert', subscription: s });
+    }
+    const all = [...reference.values()];
+    for (const [i, s] of all.entries()) if (i % 2 === 0) index.apply({ type: 'remove', id: s.id });
+    for (const [i, s] of all.entries()) {
+      const found = index.lookup(s.network, s.address);
+      expect(found).toEqual(i % 2 === 0 ? [] : [s]);
+    }
+    for (const [i, s] of all.entries()) if (i % 2 === 0) index.apply({ type: 'upsert', subscription: s });
+    for (const s of all) expect(index.lookup(s.network, s.address)).toEqual([s]);
+    expect(index.size()).toBe(12_000);
+    expect(index.addressCounts()).toEqual({ POL: 4_000, ETH: 8_000 });
+  });
+});
+
+describe.each(backends)('load on %s', (backend) => {
+  let environment: TestEnvironment;
+  let store: Store;
+  const account = uuidv7();
+
+  beforeAll(async () => {
+    environment = await createTestEnvironment(backend);
+    store = await openStore(
+      environment.databaseUrl ? { databaseUrl: environment.databaseUrl } : { pgliteDir: environment.dataDir },
+    );
+    await store.migrate();
+    await store.db.execute(
+      sql`INSERT INTO accounts (id, name, created_at) VALUES (${account}, 'index', now())`,
+    );
+  });
+  afterAll(async () => {
+    await store?.close();
+    await environment?.cleanup();
+  });
+
+  async function insert(s: WatchedSubscription, type = 'ADDRESS_TRANSACTION'): Promise<void> {
+    await store.db.execute(sql`
+      INSERT INTO subscriptions (id, account_id, type, network, address, url, mempool, confirmations,
+        secret, callback_token, created_at)
+      VALUES (${s.id}, ${s.accountId}, ${type}, ${s.network}, ${s.address}, 'http://127.0.0.1/', ${s.mempool},
+        ${s.confirmations}, '{}', '{}', now())`);
+  }
+
+  test('reads every live address subscription over several pages, and a reload drops what was deleted', async () => {
+    const rows = Array.from({ length: 25_001 }, (_, i) =>
+      watched(i % 2 ? 'ETH' : 'BTC', i % 2 ? getAddress(randomEvm()) : `bc1q${i}`, {
+        accountId: account,
+        confirmations: i % 7,
+        mempool: i % 5 === 0,
+      }),
+    );
+    // In bulk: one statement per 5,000 rows.
+    for (let start = 0; start < rows.length; start += 5_000) {
+      const chunk = rows.slice(start, start + 5_000);
+      await store.db.execute(sql`
+        INSERT INTO subscriptions (id, account_id, type, network, address, url, mempool, confirmations,
+          secret, callback_token, created_at)
+        SELECT id::uuid, ${account}::uuid, 'ADDRESS_TRANSACTION', network, address, 'http://127.0.0.1/',
+          mempool, confirmations, '{}', '{}', now()
+        FROM json_to_recordset(${JSON.stringify(chunk)}::json)
+          AS r(id text, network text, address text, mempool boolean, confirmations int)`);
+    }
+    const deleted = watched('ETH', randomEvm(), { accountId: account });
+    await insert(deleted);
+    await store.db.execute(sql`UPDATE subscriptions SET deleted_at = now() WHERE id = ${deleted.id}`);
+    await insert(watched('ETH', randomEvm(), { accountId: account }), 'REGISTRY_EVENTS');
+
+    const index = createAddressIndex(familyOf);
+    // Known before the load, gone from the database: dropped by it.
+    const stale = watched('ETH', randomEvm(), { accountId: account });
+    index.apply({ type: 'upsert', subscription: stale });
+    expect(await index.load(store.db)).toBe(rows.length);
+    expect(index.size()).toBe(rows.length);
+    expect(index.lookup('ETH', stale.address)).toEqual([]);
+    expect(index.lookup('ETH', deleted.address)).toEqual([]);
+    for (const s of rows.filter((_, i) => i % 997 === 0))
+      expect(index.lookup(s.network, s.address)).toEqual([s]);
+    expect(index.watchesMempool('ETH')).toBe(true);
+
+    // Deleted meanwhile, and a change applied while a reload runs: the reload keeps the change.
+    const gone = rows[1]!;
+    await store.db.execute(sql`UPDATE subscriptions SET deleted_at = now() WHERE id = ${gone.id}`);
+    const arriving = watched('POL', randomEvm(), { accountId: account });
+    const reload = index.load(store.db);
+    index.apply({ type: 'upsert', subscription: arriving });
+    expect(await reload).toBe(rows.length - 1);
+    expect(index.lookup('ETH', gone.address)).toEqual([]);
+    expect(index.lookup('POL', arriving.address)).toEqual([arriving]);
+    expect(index.size()).toBe(rows.length);
+    expect(index.lookup(rows[3]!.network, rows[3]!.address)).toEqual([rows[3]]);
+  });
+});
