@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, gt, isNull, lt, type SQL } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, isNull, lt, type SQL, sql } from 'drizzle-orm';
 import { v7 as uuidv7 } from 'uuid';
 import { accounts } from '../accounts/schema.js';
 import { anchoredDocument, leafOf, newSalt } from '../anchor/leaf.js';
@@ -11,7 +11,7 @@ import { decodeCursor, isUuid, type Page, toPage } from '../http/pagination.js';
 import { canonicalJson, type Idempotency } from '../idempotency/service.js';
 import { enqueueNotifications, newNotificationId } from '../notify/outbox.js';
 import { type Envelope, EnvelopeKeyMismatchError } from '../secrets/envelope.js';
-import type { Db } from '../store/db.js';
+import { type Db, runStatement, type Statement } from '../store/db.js';
 import { isHttpUrl, validateMetadata } from './metadata.js';
 import { folders, type MetadataItem, registries } from './schema.js';
 
@@ -82,6 +82,26 @@ export interface FolderView {
 
 export const CREATE_SCOPE = 'POST /api/v1/registry/create';
 
+/**
+ * A create without a callback_url: the folder if it is new (so clients that only know create
+ * still work), the registry, and its leaf (as `recordLeaf` writes it, anchored with the next
+ * batch). The foreign key from registry to folder is checked at the end of the statement, when
+ * the folder is there. Parameters: id, account, folder, title, template, description, metadata
+ * (JSON text), data_encrypted, ciphertext, wrapped key, key id, created_at, leaf, salt.
+ */
+const CREATE_STATEMENT: Statement = {
+  name: 'registry_create',
+  text: `WITH folder AS (
+  INSERT INTO folders (account_id, folder_id, created_at) VALUES ($2, $3, $12) ON CONFLICT DO NOTHING
+), registry AS (
+  INSERT INTO registries (id, account_id, folder_id, title, template, description, metadata,
+    callback_url, data_encrypted, ciphertext, wrapped_key, key_id, created_at)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8, $9, $10, $11, $12)
+)
+INSERT INTO anchor_leaves (registry_id, account_id, leaf, salt, subscription_id, batch_id, position, created_at)
+VALUES ($1, $2, $13, $14, NULL, NULL, NULL, $12)`,
+};
+
 type RegistryRow = typeof registries.$inferSelect;
 type AnchorColumns = Parameters<typeof toAnchorView>[0];
 
@@ -145,6 +165,13 @@ export function createRegistries(deps: {
       .leftJoin(leafJoin.batches, leafJoin.batchOn);
   }
 
+  // The hot read, built once and prepared by name on each connection.
+  const selectOne = selectWithAnchor()
+    .where(
+      and(eq(registries.accountId, sql.placeholder('accountId')), eq(registries.id, sql.placeholder('id'))),
+    )
+    .prepare('registry_get');
+
   function validate(input: CreateRegistryInput): void {
     const errors = validateMetadata(input.metadata);
     if (input.callback_url !== undefined && !isHttpUrl(input.callback_url)) {
@@ -183,6 +210,28 @@ export function createRegistries(deps: {
           sealContext(accountId, id),
         )
       : undefined;
+    const data: CreatedRegistry['data'] = { id, title: input.title, created_at: createdAt.toISOString() };
+    if (input.callback_url === undefined) {
+      // The common create, folder, registry and leaf, in one statement: one round trip, and
+      // atomic on its own, so without an idempotency key it needs no transaction around it.
+      await runStatement(tx, CREATE_STATEMENT, [
+        id,
+        accountId,
+        input.folder_id,
+        input.title,
+        input.template,
+        encrypted ? null : (input.description ?? null),
+        encrypted ? null : JSON.stringify(input.metadata),
+        encrypted,
+        sealed?.ciphertext ?? null,
+        sealed?.wrappedKey ?? null,
+        sealed?.keyId ?? null,
+        createdAt,
+        leaf,
+        encrypted ? null : salt,
+      ]);
+      return { message: 'Registry created successfully', data };
+    }
     // A folder_id not seen before creates the folder, so clients that only know create still work.
     await tx
       .insert(folders)
@@ -203,9 +252,8 @@ export function createRegistries(deps: {
       keyId: sealed?.keyId ?? null,
       createdAt,
     });
-    const data: CreatedRegistry['data'] = { id, title: input.title, created_at: createdAt.toISOString() };
     let subscriptionId: string | null = null;
-    if (input.callback_url !== undefined) {
+    {
       const endpoint = await callbacks.createRegistryEndpoint(tx, accountId, id, input.callback_url);
       subscriptionId = endpoint.id;
       const notificationId = newNotificationId();
@@ -378,8 +426,14 @@ export function createRegistries(deps: {
     ): Promise<{ body: CreatedRegistry; replayed: boolean }> {
       validate(input);
       if (input.callback_url !== undefined) await callbacks.checkUrl(input.callback_url, '#/callback_url');
-      if (idempotencyKey === undefined)
-        return { body: await db.transaction((tx) => insert(tx, accountId, input)), replayed: false };
+      if (idempotencyKey === undefined) {
+        // Without a callback_url the insert is one statement, atomic without a transaction.
+        const body =
+          input.callback_url === undefined
+            ? await insert(db, accountId, input)
+            : await db.transaction((tx) => insert(tx, accountId, input));
+        return { body, replayed: false };
+      }
       const result = await idempotency.run<CreatedRegistry>(
         {
           accountId,
@@ -394,9 +448,7 @@ export function createRegistries(deps: {
     },
 
     async get(accountId: string, id: string): Promise<RegistryView> {
-      const [row] = isUuid(id)
-        ? await selectWithAnchor().where(and(eq(registries.accountId, accountId), eq(registries.id, id)))
-        : [];
+      const [row] = isUuid(id) ? await selectOne.execute({ accountId, id }) : [];
       if (!row) throw new NotFoundError(`No registry with id ${id}`);
       return toView(row.registry, row.anchor);
     },

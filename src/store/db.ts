@@ -326,6 +326,38 @@ async function openPostgres(connectionString: string, options: PostgresOptions):
   };
 }
 
+/**
+ * A hot statement written once: its SQL text, and the name it is prepared under on each
+ * PostgreSQL connection (parsed and planned once per connection, then only bound and executed).
+ */
+export interface Statement {
+  readonly name: string;
+  readonly text: string;
+}
+
+type PgliteQuerier = { query(text: string, params: unknown[]): Promise<{ rows: unknown[] }> };
+
+/**
+ * Runs `statement` on the driver under `db` (a database or a transaction of it) in one round
+ * trip, without drizzle building its SQL per call. Rows come as the driver parses them (jsonb
+ * parsed, timestamptz as Date); jsonb parameters must be passed as JSON text. Errors are the
+ * driver's own, which `isDatabaseUnavailable` and `isUniqueViolation` read as they read drizzle's.
+ */
+export async function runStatement<R>(db: Db, statement: Statement, values: unknown[]): Promise<R[]> {
+  // drizzle keeps the driver's client (a pool, a pooled connection, PGlite or its transaction)
+  // on the session of the database or transaction.
+  const client = (db as unknown as { session?: { client?: unknown } }).session?.client;
+  if (client instanceof pg.Pool || client instanceof pg.Client) {
+    const result = await client.query({ name: statement.name, text: statement.text, values });
+    return result.rows as R[];
+  }
+  if (typeof (client as PgliteQuerier | undefined)?.query === 'function') {
+    const result = await (client as PgliteQuerier).query(statement.text, values);
+    return result.rows as R[];
+  }
+  throw new Error(`runStatement(${statement.name}): not a node-postgres or PGlite database`);
+}
+
 /** True when `err` (or the driver error drizzle wrapped) is a unique-constraint violation. */
 export function isUniqueViolation(err: unknown): boolean {
   let current: unknown = err;

@@ -1,4 +1,4 @@
-import { and, eq } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import { stringify } from 'lossless-json';
 import { createPublicClient, http } from 'viem';
 import { createAlgorandLookup, isAlgorandTxId } from '../chains/algorand/lookup.js';
@@ -86,6 +86,17 @@ export function createTransactions(deps: {
 }) {
   const lookups = new Map<string, TransactionLookup>();
   const now = deps.now ?? (() => new Date());
+  // The hot read (a final transaction asked again), built once and prepared by name per connection.
+  const cachedBody = deps.db
+    .select({ body: transactionCache.body })
+    .from(transactionCache)
+    .where(
+      and(
+        eq(transactionCache.network, sql.placeholder('network')),
+        eq(transactionCache.txId, sql.placeholder('txId')),
+      ),
+    )
+    .prepare('transaction_cached');
 
   function lookup(network: Network): TransactionLookup {
     let found = lookups.get(network.name);
@@ -118,10 +129,7 @@ export function createTransactions(deps: {
           },
         ]);
       }
-      const [cached] = await deps.db
-        .select({ body: transactionCache.body })
-        .from(transactionCache)
-        .where(and(eq(transactionCache.network, network.name), eq(transactionCache.txId, txId)));
+      const [cached] = await cachedBody.execute({ network: network.name, txId });
       if (cached) return cached.body;
 
       let result: Awaited<ReturnType<TransactionLookup>>;
