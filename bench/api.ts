@@ -880,6 +880,8 @@ function formatAnchorReport(
 }
 
 function formatRows(rows: Row[], reference: Row): string {
+  // PostgreSQL on loopback: its processes' CPU too, since a route's cost is split with them.
+  const postgres = rows.some((r) => r.postgresCpu !== undefined);
   const header = [
     'route',
     'req/s',
@@ -888,6 +890,7 @@ function formatRows(rows: Row[], reference: Row): string {
     'ratio to hello-world',
     'server cpu',
     'bench cpu',
+    ...(postgres ? ['postgres cpu'] : []),
     'unexpected',
   ];
   const body = rows.map((r) => [
@@ -898,6 +901,7 @@ function formatRows(rows: Row[], reference: Row): string {
     fixed(r.reqPerSec / reference.reqPerSec, 3),
     percent(r.serverCpu),
     percent(r.clientCpu),
+    ...(postgres ? [percent(r.postgresCpu)] : []),
     r.unexpectedTotal.toString(),
   ]);
   return formatTable(header, body);
