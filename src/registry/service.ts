@@ -11,7 +11,8 @@ import { decodeCursor, isUuid, type Page, toPage } from '../http/pagination.js';
 import { canonicalJson, type Idempotency } from '../idempotency/service.js';
 import { enqueueNotifications, newNotificationId } from '../notify/outbox.js';
 import { type Envelope, EnvelopeKeyMismatchError } from '../secrets/envelope.js';
-import { type Db, runStatement, type Statement } from '../store/db.js';
+import type { Db } from '../store/db.js';
+import { createBatches } from './create-batches.js';
 import { isHttpUrl, validateMetadata } from './metadata.js';
 import { folders, type MetadataItem, registries } from './schema.js';
 
@@ -82,26 +83,6 @@ export interface FolderView {
 
 export const CREATE_SCOPE = 'POST /api/v1/registry/create';
 
-/**
- * A create without a callback_url: the folder if it is new (so clients that only know create
- * still work), the registry, and its leaf (as `recordLeaf` writes it, anchored with the next
- * batch). The foreign key from registry to folder is checked at the end of the statement, when
- * the folder is there. Parameters: id, account, folder, title, template, description, metadata
- * (JSON text), data_encrypted, ciphertext, wrapped key, key id, created_at, leaf, salt.
- */
-const CREATE_STATEMENT: Statement = {
-  name: 'registry_create',
-  text: `WITH folder AS (
-  INSERT INTO folders (account_id, folder_id, created_at) VALUES ($2, $3, $12) ON CONFLICT DO NOTHING
-), registry AS (
-  INSERT INTO registries (id, account_id, folder_id, title, template, description, metadata,
-    callback_url, data_encrypted, ciphertext, wrapped_key, key_id, created_at)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8, $9, $10, $11, $12)
-)
-INSERT INTO anchor_leaves (registry_id, account_id, leaf, salt, subscription_id, batch_id, position, created_at)
-VALUES ($1, $2, $13, $14, NULL, NULL, NULL, $12)`,
-};
-
 type RegistryRow = typeof registries.$inferSelect;
 type AnchorColumns = Parameters<typeof toAnchorView>[0];
 
@@ -118,6 +99,7 @@ export function createRegistries(deps: {
   const now = deps.now ?? (() => new Date());
   const sealContext = (accountId: string, id: string) => `registry:${accountId}:${id}`;
   const proofs = createProofs(db);
+  const batches = createBatches(db);
 
   /** The registry's content, opened when it is sealed, with its salt when it is sealed with it. */
   function contentOf(row: RegistryRow): SealedContent {
@@ -212,9 +194,8 @@ export function createRegistries(deps: {
       : undefined;
     const data: CreatedRegistry['data'] = { id, title: input.title, created_at: createdAt.toISOString() };
     if (input.callback_url === undefined) {
-      // The common create, folder, registry and leaf, in one statement: one round trip, and
-      // atomic on its own, so without an idempotency key it needs no transaction around it.
-      await runStatement(tx, CREATE_STATEMENT, [
+      // The common create, folder, registry and leaf, in one statement (see create-batches.ts).
+      const row = [
         id,
         accountId,
         input.folder_id,
@@ -229,7 +210,9 @@ export function createRegistries(deps: {
         createdAt,
         leaf,
         encrypted ? null : salt,
-      ]);
+      ];
+      // On its own, concurrent creates share a statement; in a transaction, it is written there.
+      await (tx === db ? batches.write(row) : batches.writeIn(tx, row));
       return { message: 'Registry created successfully', data };
     }
     // A folder_id not seen before creates the folder, so clients that only know create still work.
