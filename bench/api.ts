@@ -3,7 +3,7 @@
 // registry create again with anchoring on (a real anvil chain, default batch size and interval),
 // and what anchoring costs create (issue 12: under 10%).
 // The load generator (autocannon) runs here; each server runs as its own child process, one under load at a time.
-// Usage: npm run bench:api [-- --duration 10 --warmup 2 --connections 10 --log-level warn --cpu-prof DIR]
+// Usage: npm run bench:api [-- --duration 10 --warmup 2 --connections 10 --log-level warn --cpu-prof DIR --no-anchoring]
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -54,6 +54,8 @@ interface Options {
   logLevel: string;
   databaseUrl: string | undefined;
   cpuProf: string | undefined;
+  /** Whether the two servers measuring what anchoring costs create run (`--no-anchoring`: not). */
+  anchoring: boolean;
 }
 
 function readOptions(): Options {
@@ -64,6 +66,7 @@ function readOptions(): Options {
       connections: { type: 'string' },
       'log-level': { type: 'string' },
       'cpu-prof': { type: 'string' },
+      'no-anchoring': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -76,6 +79,7 @@ function readOptions(): Options {
         '  --connections N   concurrent connections (BENCH_CONNECTIONS, default 10)',
         '  --log-level L     LOG_LEVEL of both servers (BENCH_LOG_LEVEL, default warn)',
         '  --cpu-prof DIR    V8 CPU profiles of the Ledgerhook processes, into DIR/plain, DIR/twin and DIR/anchoring (BENCH_CPU_PROF)',
+        '  --no-anchoring    skip the two servers measuring what anchoring costs create (BENCH_NO_ANCHORING=1)',
         'DATABASE_URL set: Ledgerhook runs on that PostgreSQL (the same set-up and anchoring servers on',
         'scratch databases of the same server, dropped at the end); otherwise on embedded PGlite.',
         '',
@@ -91,6 +95,7 @@ function readOptions(): Options {
     logLevel: logLevelOption(values['log-level']),
     databaseUrl: databaseUrlOption(),
     cpuProf: cpuProf ? path.resolve(cpuProf) : undefined,
+    anchoring: !(values['no-anchoring'] ?? process.env.BENCH_NO_ANCHORING === '1'),
   };
 }
 
@@ -438,8 +443,21 @@ function createTarget(lh: Ledgerhook, label: string): Target {
   };
 }
 
+/**
+ * A final transaction on the chain to look up: a transfer between two dev accounts, buried under
+ * more blocks than the EVM lookup's finality depth (64), so the first lookup caches it.
+ */
+async function finalTransaction(chain: Chain): Promise<Hex> {
+  const [from, to] = chain.anvil.accounts;
+  const hash = await jsonRpc<Hex>(chain.anvil.rpcUrl, 'eth_sendTransaction', [
+    { from: from!.address, to: to!.address, value: '0x1' },
+  ]);
+  await jsonRpc(chain.anvil.rpcUrl, 'anvil_mine', ['0x80']);
+  return hash;
+}
+
 interface LedgerhookRuns<T> {
-  /** Registry create (the mean of its two runs) and registry get. */
+  /** Registry create (the mean of its two runs), registry get and the cached transaction lookup. */
   rows: Row[];
   createBefore: Row;
   createAfter: Row;
@@ -456,9 +474,13 @@ interface LedgerhookRuns<T> {
 async function benchLedgerhook<T>(
   options: Options,
   dataDir: string,
+  chain: Chain,
   between: (createWarmup: number) => Promise<T>,
 ): Promise<LedgerhookRuns<T>> {
-  const lh = await startLedgerhook(options, 'plain', dataDir, options.databaseUrl);
+  // The chain's config names DEVNET, for the transaction lookup; anchoring stays off here.
+  const lh = await startLedgerhook(options, 'plain', dataDir, options.databaseUrl, {
+    LEDGERHOOK_CONFIG: chain.configFile,
+  });
   try {
     const create = createTarget(lh, 'registry create (before)');
     const created = JSON.parse(await preflight(create)) as { data: { id: string } };
@@ -469,17 +491,31 @@ async function benchLedgerhook<T>(
       expectStatus: 200,
     };
     await preflight(get);
+    const lookup: Target = {
+      label: 'transaction get (cached)',
+      url: `${lh.base}/api/v1/transaction/${NETWORK}/${await finalTransaction(chain)}`,
+      headers: lh.auth,
+      expectStatus: 200,
+    };
+    // The first lookup asks the node and caches the final transaction; the measured ones read the cache.
+    await preflight(lookup);
     // Create warms up until the waiting leaves would make a batch due about halfway through the
     // measured run (at the rate of the warm-up's first seconds); the servers of `between` get as
     // many warm-up requests, so all start measuring as warm and with as many registries.
     const createWarmup = (reqPerSec: number) =>
       Math.max(reqPerSec * options.warmup, BATCH_SIZE - (reqPerSec * options.duration) / 2);
-    const createBefore = await measure(create, options, lh.server, { warmup: createWarmup });
+    const createBefore = await measure(
+      create,
+      options,
+      lh.server,
+      options.anchoring ? { warmup: createWarmup } : {},
+    );
     const getRow = await measure(get, options, lh.server);
+    const lookupRow = await measure(lookup, options, lh.server);
     const result = await between(createBefore.warmupResponses);
     const createAfter = await measure({ ...create, label: 'registry create (after)' }, options, lh.server);
     return {
-      rows: [combine('registry create', createBefore, createAfter), getRow],
+      rows: [combine('registry create', createBefore, createAfter), getRow, lookupRow],
       createBefore,
       createAfter,
       backend: lh.backend,
@@ -844,6 +880,8 @@ function formatAnchorReport(
 }
 
 function formatRows(rows: Row[], reference: Row): string {
+  // PostgreSQL on loopback: its processes' CPU too, since a route's cost is split with them.
+  const postgres = rows.some((r) => r.postgresCpu !== undefined);
   const header = [
     'route',
     'req/s',
@@ -852,6 +890,7 @@ function formatRows(rows: Row[], reference: Row): string {
     'ratio to hello-world',
     'server cpu',
     'bench cpu',
+    ...(postgres ? ['postgres cpu'] : []),
     'unexpected',
   ];
   const body = rows.map((r) => [
@@ -862,6 +901,7 @@ function formatRows(rows: Row[], reference: Row): string {
     fixed(r.reqPerSec / reference.reqPerSec, 3),
     percent(r.serverCpu),
     percent(r.clientCpu),
+    ...(postgres ? [percent(r.postgresCpu)] : []),
     r.unexpectedTotal.toString(),
   ]);
   return formatTable(header, body);
@@ -870,7 +910,7 @@ function formatRows(rows: Row[], reference: Row): string {
 async function main(): Promise<void> {
   const options = readOptions();
   const backendWanted = options.databaseUrl ? `postgres (${redact(options.databaseUrl)})` : 'pglite';
-  const estimate = 7 * (options.warmup + options.duration);
+  const estimate = (options.anchoring ? 8 : 6) * (options.warmup + options.duration);
   process.stdout.write(
     `bench:api: ${backendWanted}; ${options.connections} connections, ${options.warmup} s warm-up + ${options.duration} s measured per route (~${estimate} s of load, ` +
       `more when create needs a longer warm-up to make a batch due mid-run); ${machineLine()}\n`,
@@ -886,44 +926,61 @@ async function main(): Promise<void> {
     createBefore,
     createAfter,
     backend,
-    between: { twin, anchoring },
-  } = await benchLedgerhook(options, dataDir, async (createWarmup) => ({
-    twin: await benchTwin(options, chain, createWarmup),
-    anchoring: await benchAnchoring(options, chain, createWarmup),
-  }));
+    between: anchoringRuns,
+  } = await benchLedgerhook(options, dataDir, chain, async (createWarmup) =>
+    options.anchoring
+      ? {
+          twin: await benchTwin(options, chain, createWarmup),
+          anchoring: await benchAnchoring(options, chain, createWarmup),
+        }
+      : undefined,
+  );
   const create = rows[0]!;
   const after = await benchHello(options, 'hello-world (after)');
   const hello = combine('hello-world (reference)', before, after);
   const spread = Math.abs(before.reqPerSec - after.reqPerSec) / hello.reqPerSec;
   const createSpread = Math.abs(createBefore.reqPerSec - createAfter.reqPerSec) / create.reqPerSec;
-  const all = [hello, ...rows, twin, anchoring.row];
+  const all = [hello, ...rows, ...(anchoringRuns ? [anchoringRuns.twin, anchoringRuns.anchoring.row] : [])];
   const unexpected = all.filter((r) => r.unexpectedTotal > 0);
-  const cost = 1 - anchoring.row.reqPerSec / twin.reqPerSec;
-  const costFirst = 1 - anchoring.row.reqPerSec / create.reqPerSec;
-  const twinGap = 1 - twin.reqPerSec / create.reqPerSec;
-  const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
   process.stdout.write(
     [
       '',
-      `backend: ${backend}${options.databaseUrl ? ` (${redact(options.databaseUrl)}; same set-up and anchoring on: scratch databases of that server)` : ' (embedded)'}`,
+      `backend: ${backend}${options.databaseUrl ? ` (${redact(options.databaseUrl)}${anchoringRuns ? '; same set-up and anchoring on: scratch databases of that server' : ''})` : ' (embedded)'}`,
       `connections: ${options.connections}, duration: ${options.duration} s per route after ${options.warmup} s warm-up, server LOG_LEVEL: ${options.logLevel}`,
       formatRows(all, hello),
       `reference: mean of hello-world before (${Math.round(before.reqPerSec)} req/s) and after (${Math.round(after.reqPerSec)} req/s) the Ledgerhook routes, ` +
         `spread ${(spread * 100).toFixed(0)}%${spread > 0.15 ? ': the machine was busy, treat the ratios as rough' : ''}`,
       `registry create: mean of the runs before (${Math.round(createBefore.reqPerSec)} req/s) and after (${Math.round(createAfter.reqPerSec)} req/s) ` +
-        `the two servers below, spread ${(createSpread * 100).toFixed(0)}%`,
-      `anchoring cost: 1 - (create with anchoring ${Math.round(anchoring.row.reqPerSec)} req/s / create without, same set-up ${Math.round(twin.reqPerSec)} req/s) = ` +
-        `${pct(cost)}, target < 10%: ${cost < 0.1 ? 'met' : 'NOT met'}`,
-      `  against the first server's registry create (${Math.round(create.reqPerSec)} req/s): ${pct(costFirst)}; the same set-up without anchoring ` +
-        `measured ${pct(Math.abs(twinGap))} ${twinGap >= 0 ? 'below' : 'above'} it, where neither anchors: the slot and the machine, not anchoring`,
-      ...formatAnchorReport(anchoring.report, options, twin, anchoring.row),
+        `${anchoringRuns ? 'the two servers below' : 'the other routes'}, spread ${(createSpread * 100).toFixed(0)}%`,
+      ...(anchoringRuns
+        ? formatAnchoring(anchoringRuns, create, options)
+        : ['anchoring cost: not measured (--no-anchoring)']),
       ...unexpected.map((r) => `unexpected responses for ${r.label}: ${JSON.stringify(r.unexpected)}`),
       'req/s: responses (any status) per second measured; p50/p99: latency of responses with the expected status',
-      '(hello-world 200, create 201, get 200); cpu: percent of one core used by the server process',
+      '(hello-world 200, create 201, get 200, transaction get 200 from the cache); cpu: percent of one core used by the server process',
       '(PGlite runs inside it; a PostgreSQL server does not) and by this load-generating process.',
       '',
     ].join('\n'),
   );
+}
+
+/** What anchoring costs create: against the same set-up without it, and against the first server. */
+function formatAnchoring(
+  { twin, anchoring }: { twin: Row; anchoring: { row: Row; report: AnchorReport } },
+  create: Row,
+  options: Options,
+): string[] {
+  const cost = 1 - anchoring.row.reqPerSec / twin.reqPerSec;
+  const costFirst = 1 - anchoring.row.reqPerSec / create.reqPerSec;
+  const twinGap = 1 - twin.reqPerSec / create.reqPerSec;
+  const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+  return [
+    `anchoring cost: 1 - (create with anchoring ${Math.round(anchoring.row.reqPerSec)} req/s / create without, same set-up ${Math.round(twin.reqPerSec)} req/s) = ` +
+      `${pct(cost)}, target < 10%: ${cost < 0.1 ? 'met' : 'NOT met'}`,
+    `  against the first server's registry create (${Math.round(create.reqPerSec)} req/s): ${pct(costFirst)}; the same set-up without anchoring ` +
+      `measured ${pct(Math.abs(twinGap))} ${twinGap >= 0 ? 'below' : 'above'} it, where neither anchors: the slot and the machine, not anchoring`,
+    ...formatAnchorReport(anchoring.report, options, twin, anchoring.row),
+  ];
 }
 
 runMain('bench:api', main); // cleans up: kills the servers and anvil, removes the data directories, drops the scratch database

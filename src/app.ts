@@ -104,7 +104,10 @@ async function openMigratedStore(config: Config, logger?: Logger): Promise<Opene
             queryTimeoutMs: config.dbQueryTimeoutMs,
             connectTimeoutMs: config.dbConnectTimeoutMs,
           }
-        : { pgliteDir: path.join(config.dataDir, PGLITE_SUBDIR) },
+        : {
+            pgliteDir: path.join(config.dataDir, PGLITE_SUBDIR),
+            pgliteWorker: process.env.LEDGERHOOK_PGLITE_WORKER === '1',
+          },
     );
     try {
       await store.migrate();

@@ -6,6 +6,7 @@ import { backends } from '../../test/helpers/env.js';
 import { startReceiver } from '../../test/helpers/receiver.js';
 import { sampleRegistryBody as sampleBody } from '../../test/helpers/registry-body.js';
 import { snapshotDatabase } from '../../test/helpers/snapshot.js';
+import { runStatement } from '../store/db.js';
 import { registries } from './schema.js';
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -145,6 +146,51 @@ describe.each(backends)('registry API on %s', (backend) => {
     expect(list.find((f) => f.folder_id === 'counted-a')?.created_at).toMatch(ISO_UTC);
     const names = list.map((f) => f.folder_id);
     expect(names).toEqual([...names].sort());
+  });
+
+  test('concurrent creates (written together) each get their registry, folder and leaf, per account', async () => {
+    const tokenB = await t.tokenFor('concurrent-b');
+    // Forty at once: most wait for the statement in flight and are written in one statement,
+    // several naming the same new folder, two accounts in one batch.
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        t.request('POST', '/api/v1/registry/create', {
+          ...(i % 4 === 3 ? { token: tokenB } : {}),
+          body: sampleBody({ folder_id: `together-${i % 2}`, title: `together ${i}` }),
+        }),
+      ),
+    );
+    expect(answers.map((a) => a.status)).toEqual(answers.map(() => 201));
+    const ids = answers.map((a) => (a.body as Created).data.id);
+    expect(new Set(ids).size).toBe(40);
+    for (const [i, id] of ids.entries()) {
+      const got = await t.request('GET', `/api/v1/registry/${id}`, i % 4 === 3 ? { token: tokenB } : {});
+      expect(got.status).toBe(200);
+      expect(got.body).toMatchObject({
+        data: { id, title: `together ${i}`, folder_id: `together-${i % 2}`, metadata: sampleBody().metadata },
+      });
+    }
+    const counts = async (token?: string) =>
+      (
+        (await t.request('GET', '/api/v1/folder?limit=100', token ? { token } : {})).body as {
+          data: { folder_id: string; registry_count: number }[];
+        }
+      ).data.filter((f) => f.folder_id.startsWith('together-'));
+    expect(await counts()).toMatchObject([
+      { folder_id: 'together-0', registry_count: 20 },
+      { folder_id: 'together-1', registry_count: 10 },
+    ]);
+    expect(await counts(tokenB)).toMatchObject([{ folder_id: 'together-1', registry_count: 10 }]);
+    // Each has its leaf, waiting for anchoring.
+    const [leaves] = await runStatement<{ n: number }>(
+      t.app.store.db,
+      {
+        name: 'test_unbatched_leaves',
+        text: 'SELECT count(*)::int AS n FROM anchor_leaves WHERE registry_id = ANY($1::uuid[]) AND batch_id IS NULL',
+      },
+      [ids],
+    );
+    expect(leaves?.n).toBe(40);
   });
 
   test('the list pages with a cursor, newest first, filtered by folder', async () => {

@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, gt, isNull, lt, type SQL } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, isNull, lt, type SQL, sql } from 'drizzle-orm';
 import { v7 as uuidv7 } from 'uuid';
 import { accounts } from '../accounts/schema.js';
 import { anchoredDocument, leafOf, newSalt } from '../anchor/leaf.js';
@@ -12,6 +12,7 @@ import { canonicalJson, type Idempotency } from '../idempotency/service.js';
 import { enqueueNotifications, newNotificationId } from '../notify/outbox.js';
 import { type Envelope, EnvelopeKeyMismatchError } from '../secrets/envelope.js';
 import type { Db } from '../store/db.js';
+import { createBatches } from './create-batches.js';
 import { isHttpUrl, validateMetadata } from './metadata.js';
 import { folders, type MetadataItem, registries } from './schema.js';
 
@@ -98,6 +99,7 @@ export function createRegistries(deps: {
   const now = deps.now ?? (() => new Date());
   const sealContext = (accountId: string, id: string) => `registry:${accountId}:${id}`;
   const proofs = createProofs(db);
+  const batches = createBatches(db);
 
   /** The registry's content, opened when it is sealed, with its salt when it is sealed with it. */
   function contentOf(row: RegistryRow): SealedContent {
@@ -145,6 +147,13 @@ export function createRegistries(deps: {
       .leftJoin(leafJoin.batches, leafJoin.batchOn);
   }
 
+  // The hot read, built once and prepared by name on each connection.
+  const selectOne = selectWithAnchor()
+    .where(
+      and(eq(registries.accountId, sql.placeholder('accountId')), eq(registries.id, sql.placeholder('id'))),
+    )
+    .prepare('registry_get');
+
   function validate(input: CreateRegistryInput): void {
     const errors = validateMetadata(input.metadata);
     if (input.callback_url !== undefined && !isHttpUrl(input.callback_url)) {
@@ -183,6 +192,29 @@ export function createRegistries(deps: {
           sealContext(accountId, id),
         )
       : undefined;
+    const data: CreatedRegistry['data'] = { id, title: input.title, created_at: createdAt.toISOString() };
+    if (input.callback_url === undefined) {
+      // The common create, folder, registry and leaf, in one statement (see create-batches.ts).
+      const row = [
+        id,
+        accountId,
+        input.folder_id,
+        input.title,
+        input.template,
+        encrypted ? null : (input.description ?? null),
+        encrypted ? null : JSON.stringify(input.metadata),
+        encrypted,
+        sealed?.ciphertext ?? null,
+        sealed?.wrappedKey ?? null,
+        sealed?.keyId ?? null,
+        createdAt,
+        leaf,
+        encrypted ? null : salt,
+      ];
+      // On its own, concurrent creates share a statement; in a transaction, it is written there.
+      await (tx === db ? batches.write(row) : batches.writeIn(tx, row));
+      return { message: 'Registry created successfully', data };
+    }
     // A folder_id not seen before creates the folder, so clients that only know create still work.
     await tx
       .insert(folders)
@@ -203,9 +235,8 @@ export function createRegistries(deps: {
       keyId: sealed?.keyId ?? null,
       createdAt,
     });
-    const data: CreatedRegistry['data'] = { id, title: input.title, created_at: createdAt.toISOString() };
     let subscriptionId: string | null = null;
-    if (input.callback_url !== undefined) {
+    {
       const endpoint = await callbacks.createRegistryEndpoint(tx, accountId, id, input.callback_url);
       subscriptionId = endpoint.id;
       const notificationId = newNotificationId();
@@ -378,8 +409,14 @@ export function createRegistries(deps: {
     ): Promise<{ body: CreatedRegistry; replayed: boolean }> {
       validate(input);
       if (input.callback_url !== undefined) await callbacks.checkUrl(input.callback_url, '#/callback_url');
-      if (idempotencyKey === undefined)
-        return { body: await db.transaction((tx) => insert(tx, accountId, input)), replayed: false };
+      if (idempotencyKey === undefined) {
+        // Without a callback_url the insert is one statement, atomic without a transaction.
+        const body =
+          input.callback_url === undefined
+            ? await insert(db, accountId, input)
+            : await db.transaction((tx) => insert(tx, accountId, input));
+        return { body, replayed: false };
+      }
       const result = await idempotency.run<CreatedRegistry>(
         {
           accountId,
@@ -394,9 +431,7 @@ export function createRegistries(deps: {
     },
 
     async get(accountId: string, id: string): Promise<RegistryView> {
-      const [row] = isUuid(id)
-        ? await selectWithAnchor().where(and(eq(registries.accountId, accountId), eq(registries.id, id)))
-        : [];
+      const [row] = isUuid(id) ? await selectOne.execute({ accountId, id }) : [];
       if (!row) throw new NotFoundError(`No registry with id ${id}`);
       return toView(row.registry, row.anchor);
     },

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
@@ -7,6 +8,7 @@ import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import pg from 'pg';
+import type { PgliteReply, PgliteRequest } from './pglite-worker.js';
 import * as tables from './tables.js';
 import { QueryTimeoutError } from './unavailable.js';
 
@@ -44,7 +46,13 @@ export interface HeldLock {
   release(): Promise<void>;
 }
 
-export type StoreOptions = (PostgresOptions & { databaseUrl: string }) | { pgliteDir: string };
+export type StoreOptions =
+  | (PostgresOptions & { databaseUrl: string })
+  | {
+      pgliteDir: string;
+      /** Runs the embedded database on a worker thread instead of the service's event loop. */
+      pgliteWorker?: boolean;
+    };
 
 export interface PostgresOptions {
   /** Errors of connections nobody is waiting on (dropped while idle, a listener's connection). */
@@ -67,7 +75,7 @@ const MIGRATION_LOCK_KEY = 7_461_001;
 
 export async function openStore(options: StoreOptions): Promise<Store> {
   if ('databaseUrl' in options) return openPostgres(options.databaseUrl, options);
-  return openPglite(options.pgliteDir);
+  return options.pgliteWorker ? openPgliteWorker(options.pgliteDir) : openPglite(options.pgliteDir);
 }
 
 async function openPglite(dir: string): Promise<Store> {
@@ -95,6 +103,175 @@ async function openPglite(dir: string): Promise<Store> {
     async close() {
       if (!client.closed) await client.close();
     },
+  };
+}
+
+/** What the worker answers when it is gone: the database is unavailable (503), never a hang. */
+const WORKER_GONE = 'PGlite is closed';
+
+interface WorkerQueryOptions {
+  rowMode?: 'array' | 'object';
+  parsers?: Record<number, unknown>;
+}
+
+/**
+ * PGlite on a worker thread (src/store/pglite-worker.ts) behind the part of PGlite's client
+ * that drizzle and this store use: query, exec, transaction, listen, close. A worker that dies
+ * fails every waiting and later call at once with WORKER_GONE.
+ */
+class PgliteWorkerClient {
+  closed = false;
+  private readonly pending = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
+  private readonly listeners = new Map<string, Set<(payload: string) => void>>();
+  private nextId = 1;
+  readonly ready: Promise<void>;
+
+  constructor(private readonly worker: Worker) {
+    this.ready = new Promise((resolve, reject) => {
+      this.pending.set(0, { resolve: () => resolve(), reject });
+    });
+    worker.on('message', (reply: PgliteReply) => {
+      if ('notify' in reply) {
+        for (const listener of this.listeners.get(reply.notify) ?? []) listener(reply.payload);
+        return;
+      }
+      const waiting = this.pending.get(reply.id);
+      if (!waiting) return;
+      this.pending.delete(reply.id);
+      if (reply.ok) waiting.resolve(reply.value);
+      else waiting.reject(Object.assign(new Error(String(reply.error.message)), reply.error));
+    });
+    const gone = (cause?: unknown) => {
+      this.closed = true;
+      const err = new Error(WORKER_GONE, cause === undefined ? undefined : { cause });
+      for (const waiting of this.pending.values()) waiting.reject(err);
+      this.pending.clear();
+    };
+    worker.on('error', gone);
+    worker.on('exit', () => gone());
+  }
+
+  private call<T>(request: DistributiveOmit<PgliteRequest, 'id'>): Promise<T> {
+    if (this.closed) return Promise.reject(new Error(WORKER_GONE));
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      this.worker.postMessage({ ...request, id });
+    });
+  }
+
+  private querier(tx?: number) {
+    return {
+      query: (text: string, params?: unknown[], options?: WorkerQueryOptions) =>
+        this.call<{ rows: unknown[]; fields: unknown[]; affectedRows?: number }>({
+          op: 'query',
+          text,
+          params,
+          rowMode: options?.rowMode,
+          textTypes: options?.parsers ? Object.keys(options.parsers).map(Number) : undefined,
+          tx,
+        }),
+      exec: (text: string) => this.call<unknown[]>({ op: 'exec', text, tx }),
+    };
+  }
+
+  query(text: string, params?: unknown[], options?: WorkerQueryOptions) {
+    return this.querier().query(text, params, options);
+  }
+
+  exec(text: string) {
+    return this.querier().exec(text);
+  }
+
+  async transaction<T>(run: (tx: ReturnType<PgliteWorkerClient['querier']>) => Promise<T>): Promise<T> {
+    const tx = await this.call<number>({ op: 'begin' });
+    let result: T;
+    try {
+      result = await run(this.querier(tx));
+    } catch (err) {
+      await this.call({ op: 'end', tx, commit: false }).catch(() => {});
+      throw err;
+    }
+    await this.call({ op: 'end', tx, commit: true });
+    return result;
+  }
+
+  async listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
+    let set = this.listeners.get(channel);
+    if (!set) {
+      set = new Set();
+      this.listeners.set(channel, set);
+      await this.call({ op: 'listen', channel });
+    }
+    set.add(onNotify);
+    return async () => {
+      set.delete(onNotify);
+      if (set.size === 0 && this.listeners.get(channel) === set) {
+        this.listeners.delete(channel);
+        await this.call({ op: 'unlisten', channel }).catch(() => {});
+      }
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await this.call({ op: 'close' }).catch(() => {});
+    this.closed = true;
+    await this.worker.terminate();
+  }
+
+  /** Ends the worker as a crash would (tests). */
+  async kill(): Promise<void> {
+    await this.worker.terminate();
+  }
+}
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+/**
+ * The worker: the script compiled beside this file, or (tests, running the TypeScript sources)
+ * the source imported through tsx, which a worker thread does not inherit.
+ */
+function startPgliteWorker(dir: string): Worker {
+  const compiled = new URL('./pglite-worker.js', import.meta.url);
+  if (fs.existsSync(fileURLToPath(compiled))) return new Worker(compiled, { workerData: { dir } });
+  const source = new URL('./pglite-worker.ts', import.meta.url).href;
+  const boot = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(source)}); })`;
+  return new Worker(boot, { eval: true, workerData: { dir } });
+}
+
+export type PgliteWorkerStore = Store & {
+  /** Ends the worker as a crash would (tests). */ killWorker(): Promise<void>;
+};
+
+async function openPgliteWorker(dir: string): Promise<PgliteWorkerStore> {
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const client = new PgliteWorkerClient(startPgliteWorker(dir));
+  try {
+    await client.ready;
+  } catch (err) {
+    await client.kill();
+    throw err;
+  }
+  const asPglite = client as unknown as PGlite;
+  const db = drizzlePglite({ client: asPglite, schema: tables }) as unknown as Db;
+  return {
+    kind: 'pglite',
+    db,
+    async ping() {
+      await client.query('SELECT 1');
+    },
+    async migrate() {
+      await migratePglite(drizzlePglite({ client: asPglite }), { migrationsFolder });
+    },
+    async listen(channel, onNotify) {
+      return client.listen(channel, (payload) => onNotify(payload));
+    },
+    async tryLock() {
+      return { lost: new Promise<void>(() => {}), release: async () => {} };
+    },
+    close: () => client.close(),
+    killWorker: () => client.kill(),
   };
 }
 
@@ -324,6 +501,38 @@ async function openPostgres(connectionString: string, options: PostgresOptions):
       await pool.end();
     },
   };
+}
+
+/**
+ * A hot statement written once: its SQL text, and the name it is prepared under on each
+ * PostgreSQL connection (parsed and planned once per connection, then only bound and executed).
+ */
+export interface Statement {
+  readonly name: string;
+  readonly text: string;
+}
+
+type PgliteQuerier = { query(text: string, params: unknown[]): Promise<{ rows: unknown[] }> };
+
+/**
+ * Runs `statement` on the driver under `db` (a database or a transaction of it) in one round
+ * trip, without drizzle building its SQL per call. Rows come as the driver parses them (jsonb
+ * parsed, timestamptz as Date); jsonb parameters must be passed as JSON text. Errors are the
+ * driver's own, which `isDatabaseUnavailable` and `isUniqueViolation` read as they read drizzle's.
+ */
+export async function runStatement<R>(db: Db, statement: Statement, values: unknown[]): Promise<R[]> {
+  // drizzle keeps the driver's client (a pool, a pooled connection, PGlite or its transaction)
+  // on the session of the database or transaction.
+  const client = (db as unknown as { session?: { client?: unknown } }).session?.client;
+  if (client instanceof pg.Pool || client instanceof pg.Client) {
+    const result = await client.query({ name: statement.name, text: statement.text, values });
+    return result.rows as R[];
+  }
+  if (typeof (client as PgliteQuerier | undefined)?.query === 'function') {
+    const result = await (client as PgliteQuerier).query(statement.text, values);
+    return result.rows as R[];
+  }
+  throw new Error(`runStatement(${statement.name}): not a node-postgres or PGlite database`);
 }
 
 /** True when `err` (or the driver error drizzle wrapped) is a unique-constraint violation. */

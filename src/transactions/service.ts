@@ -1,4 +1,4 @@
-import { and, eq } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import { stringify } from 'lossless-json';
 import { createPublicClient, http } from 'viem';
 import { createAlgorandLookup, isAlgorandTxId } from '../chains/algorand/lookup.js';
@@ -77,15 +77,71 @@ export function serializeView(view: TransactionView): string {
   return stringify(ordered) ?? 'null';
 }
 
+/** In memory, at most this many characters of cached bodies: some 16,000 of ~1 KB each. */
+const MEMORY_CACHE_CHARS = 16 * 1024 * 1024;
+
+/**
+ * Strings by key, the least recently used dropped once their keys and values pass `maxChars`
+ * characters (a Map iterates in insertion order, and a hit is moved to the end).
+ */
+export function boundedCache(maxChars: number) {
+  const entries = new Map<string, string>();
+  let chars = 0;
+  return {
+    get(key: string): string | undefined {
+      const value = entries.get(key);
+      if (value !== undefined) {
+        entries.delete(key);
+        entries.set(key, value);
+      }
+      return value;
+    },
+    set(key: string, value: string): void {
+      const old = entries.get(key);
+      if (old !== undefined) {
+        entries.delete(key);
+        chars -= key.length + old.length;
+      }
+      if (key.length + value.length > maxChars) return;
+      entries.set(key, value);
+      chars += key.length + value.length;
+      for (const [oldest, v] of entries) {
+        if (chars <= maxChars) break;
+        entries.delete(oldest);
+        chars -= oldest.length + v.length;
+      }
+    },
+    get size(): number {
+      return entries.size;
+    },
+  };
+}
+
 export function createTransactions(deps: {
   db: Db;
   networks: NetworkCatalog;
   /** Overridable for tests; by default built from the catalog, one per network. */
   lookupFor?: (network: Network) => TransactionLookup;
   now?: () => Date;
+  /** How many characters of final transactions' JSON this process keeps in memory (16 Mi by default). */
+  memoryCacheChars?: number;
 }) {
   const lookups = new Map<string, TransactionLookup>();
   const now = deps.now ?? (() => new Date());
+  // A final transaction never changes and its cached row is never removed, so this process may
+  // keep the bodies it has read without ever asking whether they are still right.
+  const memory = boundedCache(deps.memoryCacheChars ?? MEMORY_CACHE_CHARS);
+  // The hot read (a final transaction asked again), built once and prepared by name per connection.
+  const cachedBody = deps.db
+    .select({ body: transactionCache.body })
+    .from(transactionCache)
+    .where(
+      and(
+        eq(transactionCache.network, sql.placeholder('network')),
+        eq(transactionCache.txId, sql.placeholder('txId')),
+      ),
+    )
+    .prepare('transaction_cached');
 
   function lookup(network: Network): TransactionLookup {
     let found = lookups.get(network.name);
@@ -118,11 +174,14 @@ export function createTransactions(deps: {
           },
         ]);
       }
-      const [cached] = await deps.db
-        .select({ body: transactionCache.body })
-        .from(transactionCache)
-        .where(and(eq(transactionCache.network, network.name), eq(transactionCache.txId, txId)));
-      if (cached) return cached.body;
+      const key = `${network.name}:${txId}`;
+      const remembered = memory.get(key);
+      if (remembered !== undefined) return remembered;
+      const [cached] = await cachedBody.execute({ network: network.name, txId });
+      if (cached) {
+        memory.set(key, cached.body);
+        return cached.body;
+      }
 
       let result: Awaited<ReturnType<TransactionLookup>>;
       try {
@@ -138,6 +197,7 @@ export function createTransactions(deps: {
           .insert(transactionCache)
           .values({ network: network.name, txId, body, createdAt: now() })
           .onConflictDoNothing();
+        memory.set(key, body);
       }
       return body;
     },

@@ -1,0 +1,143 @@
+/**
+ * The embedded database on a thread of its own (see `openPgliteWorker` in db.ts): PGlite's
+ * WebAssembly runs here, so the service's event loop parses requests and writes responses on the
+ * other core meanwhile. Messages are the small protocol of `PgliteRequest`; every request is
+ * answered once, with a result or the database's error as plain fields.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { PGlite, type Transaction } from '@electric-sql/pglite';
+
+export type PgliteRequest = { id: number } & (
+  | {
+      op: 'query';
+      text: string;
+      params?: unknown[];
+      rowMode?: 'array' | 'object';
+      /** Type OIDs whose values stay as the text PostgreSQL sent (drizzle parses dates itself). */
+      textTypes?: number[];
+      tx?: number;
+    }
+  | { op: 'exec'; text: string; tx?: number }
+  | { op: 'begin' }
+  | { op: 'end'; tx: number; commit: boolean }
+  | { op: 'listen'; channel: string }
+  | { op: 'unlisten'; channel: string }
+  | { op: 'close' }
+);
+
+export type PgliteReply =
+  | { id: number; ok: true; value: unknown }
+  | { id: number; ok: false; error: Record<string, unknown> }
+  | { notify: string; payload: string };
+
+/** The fields of a database error that callers read (SQLSTATE, constraint), cloneable. */
+function plain(err: unknown): Record<string, unknown> {
+  if (!(err instanceof Error)) return { message: String(err) };
+  const out: Record<string, unknown> = { name: err.name, message: err.message };
+  for (const key of ['code', 'detail', 'constraint', 'table', 'column', 'schema', 'severity', 'hint']) {
+    const value = (err as unknown as Record<string, unknown>)[key];
+    if (typeof value === 'string') out[key] = value;
+  }
+  return out;
+}
+
+const ROLLBACK = Symbol('rollback');
+
+async function serve(): Promise<void> {
+  const port = parentPort;
+  if (!port) throw new Error('pglite-worker runs as a worker thread');
+  const db = await PGlite.create(workerData.dir as string);
+  const open = new Map<number, { tx: Transaction; finish: (commit: boolean) => void; done: Promise<void> }>();
+  const unlisten = new Map<string, () => Promise<void>>();
+  let nextTx = 1;
+
+  const target = (tx: number | undefined) => {
+    if (tx === undefined) return db;
+    const entry = open.get(tx);
+    if (!entry) throw new Error(`transaction ${tx} is not open`);
+    return entry.tx;
+  };
+
+  async function handle(request: PgliteRequest): Promise<unknown> {
+    switch (request.op) {
+      case 'query': {
+        const parsers = Object.fromEntries((request.textTypes ?? []).map((oid) => [oid, (v: string) => v]));
+        const result = await target(request.tx).query(request.text, request.params ?? [], {
+          rowMode: request.rowMode ?? 'object',
+          parsers,
+        });
+        return { rows: result.rows, fields: result.fields, affectedRows: result.affectedRows };
+      }
+      case 'exec':
+        return (await target(request.tx).exec(request.text)).map((r) => ({
+          rows: r.rows,
+          fields: r.fields,
+          affectedRows: r.affectedRows,
+        }));
+      case 'begin': {
+        // PGlite runs a transaction inside a callback; it is held open until `end` decides.
+        const id = nextTx++;
+        let entered!: () => void;
+        const inside = new Promise<void>((resolve) => {
+          entered = resolve;
+        });
+        let finish!: (commit: boolean) => void;
+        const decided = new Promise<boolean>((resolve) => {
+          finish = resolve;
+        });
+        const done = db
+          .transaction(async (tx) => {
+            open.set(id, { tx, finish, done });
+            entered();
+            if (!(await decided)) throw ROLLBACK;
+          })
+          .catch((err) => {
+            if (err !== ROLLBACK) throw err;
+          });
+        await Promise.race([inside, done]);
+        if (!open.has(id)) throw new Error('the transaction could not begin');
+        return id;
+      }
+      case 'end': {
+        const entry = open.get(request.tx);
+        if (!entry) throw new Error(`transaction ${request.tx} is not open`);
+        entry.finish(request.commit);
+        try {
+          await entry.done;
+        } finally {
+          open.delete(request.tx);
+        }
+        return null;
+      }
+      case 'listen': {
+        if (!unlisten.has(request.channel)) {
+          const stop = await db.listen(request.channel, (payload) =>
+            port?.postMessage({ notify: request.channel, payload } satisfies PgliteReply),
+          );
+          unlisten.set(request.channel, stop);
+        }
+        return null;
+      }
+      case 'unlisten': {
+        await unlisten.get(request.channel)?.();
+        unlisten.delete(request.channel);
+        return null;
+      }
+      case 'close':
+        if (!db.closed) await db.close();
+        return null;
+    }
+  }
+
+  port.on('message', (request: PgliteRequest) => {
+    handle(request).then(
+      (value) => port.postMessage({ id: request.id, ok: true, value } satisfies PgliteReply),
+      (err) => port.postMessage({ id: request.id, ok: false, error: plain(err) } satisfies PgliteReply),
+    );
+  });
+  port.postMessage({ id: 0, ok: true, value: 'ready' } satisfies PgliteReply);
+}
+
+serve().catch((err) => {
+  parentPort?.postMessage({ id: 0, ok: false, error: plain(err) } satisfies PgliteReply);
+});
