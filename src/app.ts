@@ -106,7 +106,7 @@ async function openMigratedStore(config: Config, logger?: Logger): Promise<Opene
           }
         : {
             pgliteDir: path.join(config.dataDir, PGLITE_SUBDIR),
-            pgliteWorker: process.env.LEDGERHOOK_PGLITE_WORKER === '1',
+            pgliteWorker: config.pgliteWorker,
           },
     );
     try {

@@ -111,3 +111,23 @@ describe('risk providers in the configuration', () => {
     expect(() => loadConfig(env, dir)).toThrow(problem);
   });
 });
+
+describe('the token cache and the embedded database thread', () => {
+  test('defaults: principals cached for 1 s, PGlite on the event loop', () => {
+    const config = loadConfig({});
+    expect([config.authCacheTtlMs, config.pgliteWorker]).toEqual([1_000, false]);
+  });
+
+  test('read as given', () => {
+    const config = loadConfig({ LEDGERHOOK_AUTH_CACHE_TTL: '0s', LEDGERHOOK_PGLITE_WORKER: 'on' });
+    expect([config.authCacheTtlMs, config.pgliteWorker]).toEqual([0, true]);
+  });
+
+  test.each([
+    ['LEDGERHOOK_AUTH_CACHE_TTL', '2m', /at most 60000 ms/],
+    ['LEDGERHOOK_PGLITE_WORKER', 'yes please', /must be on or off/],
+  ])('%s=%s is refused naming the variable', (variable, value, problem) => {
+    expect(() => loadConfig({ [variable]: value })).toThrow(new RegExp(`^${variable} `));
+    expect(() => loadConfig({ [variable]: value })).toThrow(problem);
+  });
+});

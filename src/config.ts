@@ -22,6 +22,8 @@ export interface Config {
   dataDir: string;
   /** PostgreSQL server; when absent the embedded PGlite database in `dataDir` is used. */
   databaseUrl: string | undefined;
+  /** The embedded database on a worker thread of its own instead of the service's event loop. */
+  pgliteWorker: boolean;
   logLevel: LogLevel;
   /** 32-byte key wrapping per-record data keys; when absent it is generated into `dataDir`. */
   masterKey: Buffer | undefined;
@@ -120,6 +122,14 @@ export function parseMasterKey(raw: string, variable = 'LEDGERHOOK_MASTER_KEY'):
     if (key.length === 32) return key;
   }
   throw new ConfigError(variable, 'must be 32 bytes, as 64 hex characters or base64');
+}
+
+function readOnOff(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (!raw) return fallback;
+  if (raw === 'on' || raw === '1' || raw === 'true') return true;
+  if (raw === 'off' || raw === '0' || raw === 'false') return false;
+  throw new ConfigError(name, 'must be on or off');
 }
 
 function readDuration(env: Env, name: string, fallback: number, min: number, max = Infinity): number {
@@ -283,6 +293,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     host,
     dataDir: readDataDir(env, cwd),
     databaseUrl: readDatabaseUrl(env),
+    pgliteWorker: readOnOff(env, 'LEDGERHOOK_PGLITE_WORKER', false),
     logLevel,
     masterKey: masterKeyRaw && masterKeyRaw.trim() !== '' ? parseMasterKey(masterKeyRaw) : undefined,
     bodyLimit: readInt(env, 'LEDGERHOOK_BODY_LIMIT', 1024 * 1024, 1024, 64 * 1024 * 1024),
