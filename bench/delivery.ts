@@ -477,8 +477,10 @@ function ledgerhookEnv(options: Options, dataDir: string, extra: Record<string, 
 }
 
 function nodeArgs(options: Options, backend: Backend): string[] {
-  if (!options.cpuProf) return [];
+  const extra = process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : [];
+  if (!options.cpuProf) return extra;
   return [
+    ...extra,
     '--cpu-prof',
     '--cpu-prof-dir',
     // A directory per backend: Node names the files itself, one per thread (tsx's loader has one).
@@ -721,6 +723,7 @@ function formatRows(rows: Row[], reference: Row): string {
     'notifications/s',
     'ratio to raw undici',
     'sender cpu',
+    'sender cpu µs each',
     'receiver cpu',
     'postgres cpu',
   ];
@@ -733,6 +736,7 @@ function formatRows(rows: Row[], reference: Row): string {
       String(Math.round(rate(r))),
       fixed(rate(r) / rate(reference), 3),
       percent(r.senderCpu),
+      r.senderCpu === undefined ? '-' : fixed(((r.senderCpu / 100) * r.seconds * 1e6) / r.notifications, 0),
       percent(r.receiverCpu),
       percent(r.postgresCpu),
     ]),
