@@ -49,6 +49,12 @@ export interface DispatcherOptions {
 }
 
 const MAINTENANCE_INTERVAL_MS = 30_000;
+/**
+ * Results wait this long for more to record with them (or until a batch is full). At 10 ms a
+ * busy dispatcher wrote batches of 25-50 rows, paying a statement's fixed cost (and on PGlite its
+ * planning in this process) several times over.
+ */
+const RECORD_DELAY_MS = 50;
 
 /** Sealing contexts of a subscription's secrets (shared with the subscription service). */
 export const secretContext = (subscriptionId: string) => `subscription:${subscriptionId}:secret`;
@@ -446,7 +452,7 @@ export function createDispatcher(options: DispatcherOptions) {
     if (completions.length >= batchSize) {
       void flush();
     } else if (!flushTimer) {
-      flushTimer = setTimeout(() => void flush(), 10);
+      flushTimer = setTimeout(() => void flush(), RECORD_DELAY_MS);
     }
   }
 
