@@ -276,11 +276,25 @@ interface CpuMark {
 
 const now = () => performance.timeOrigin + performance.now();
 
-function cpuMark(sender: Server | 'self', receiver: Receiver, postgres: boolean): CpuMark {
-  const self = process.cpuUsage();
+/** CPU seconds of the sending processes (all dispatchers), or of this process for the reference. */
+function senderCpuSeconds(sender: Server | Server[] | 'self'): number | undefined {
+  if (sender === 'self') {
+    const self = process.cpuUsage();
+    return (self.user + self.system) / 1e6;
+  }
+  let total = 0;
+  for (const s of Array.isArray(sender) ? sender : [sender]) {
+    const seconds = processCpuSeconds(s.proc.pid);
+    if (seconds === undefined) return undefined;
+    total += seconds;
+  }
+  return total;
+}
+
+function cpuMark(sender: Server | Server[] | 'self', receiver: Receiver, postgres: boolean): CpuMark {
   return {
     at: now(),
-    sender: sender === 'self' ? (self.user + self.system) / 1e6 : processCpuSeconds(sender.proc.pid),
+    sender: senderCpuSeconds(sender),
     receiver: processCpuSeconds(receiver.server.proc.pid),
     postgres: postgres ? commCpuSeconds('postgres') : undefined,
   };
@@ -477,8 +491,10 @@ function ledgerhookEnv(options: Options, dataDir: string, extra: Record<string, 
 }
 
 function nodeArgs(options: Options, backend: Backend): string[] {
-  if (!options.cpuProf) return [];
+  const extra = process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : [];
+  if (!options.cpuProf) return extra;
   return [
+    ...extra,
     '--cpu-prof',
     '--cpu-prof-dir',
     // A directory per backend: Node names the files itself, one per thread (tsx's loader has one).
@@ -629,6 +645,7 @@ async function benchPostgres(options: Options, receiver: Receiver): Promise<Ledg
       await waitUntilServing(server, `${base}/healthz`);
       const subs = await subscribeAll(base, await serverToken(server, env), receiver, options);
       // Scaling out as documented: more processes with the dispatcher role on the same database.
+      const dispatchers = [server];
       for (let n = 2; n <= options.dispatchers; n++) {
         const extraPort = await freePort();
         const extra = startServer(
@@ -638,6 +655,7 @@ async function benchPostgres(options: Options, receiver: Receiver): Promise<Ledg
           { nodeArgs: nodeArgs(options, 'postgres') },
         );
         onCleanup(() => stopServer(extra));
+        dispatchers.push(extra);
         await waitUntilServing(extra, `http://127.0.0.1:${extraPort}/healthz`);
       }
 
@@ -659,10 +677,10 @@ async function benchPostgres(options: Options, receiver: Receiver): Promise<Ledg
       process.stdout.write(`${options.notifications} measured...\n`);
       const enqueueStart = now();
       await enqueue(store, subs.measured, options.notifications, new Date());
-      const a = cpuMark(server, receiver, local);
+      const a = cpuMark(dispatchers, receiver, local);
       const committedAt = a.at;
       const stats = await receiver.done(label, server, deliveryTimeoutMs(options));
-      const b = cpuMark(server, receiver, local);
+      const b = cpuMark(dispatchers, receiver, local);
       const acknowledged = cpuRow(
         `${label}: acknowledged by receiver`,
         options.notifications,
@@ -678,7 +696,7 @@ async function benchPostgres(options: Options, receiver: Receiver): Promise<Ledg
         await sleep(10);
         counts = await countStates(store, subs.measured);
       }
-      const c = cpuMark(server, receiver, local);
+      const c = cpuMark(dispatchers, receiver, local);
       const recorded = cpuRow(
         `${label}: recorded delivered`,
         options.notifications,
@@ -721,6 +739,7 @@ function formatRows(rows: Row[], reference: Row): string {
     'notifications/s',
     'ratio to raw undici',
     'sender cpu',
+    'sender cpu µs each',
     'receiver cpu',
     'postgres cpu',
   ];
@@ -733,6 +752,7 @@ function formatRows(rows: Row[], reference: Row): string {
       String(Math.round(rate(r))),
       fixed(rate(r) / rate(reference), 3),
       percent(r.senderCpu),
+      r.senderCpu === undefined ? '-' : fixed(((r.senderCpu / 100) * r.seconds * 1e6) / r.notifications, 0),
       percent(r.receiverCpu),
       percent(r.postgresCpu),
     ]),

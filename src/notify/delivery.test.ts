@@ -401,6 +401,27 @@ describe.each(backends)('webhook delivery on %s', (backend) => {
       });
     }));
 
+  test('a response body with NUL, quotes, control and astral characters is kept, the batch recorded', () =>
+    withReceivers(1, async (receiver) => {
+      // Results are recorded as one JSON batch: text PostgreSQL's JSON refuses (\u0000, a lone
+      // surrogate) must not fail the batch, and JSON escapes must come back as the characters sent.
+      const odd = 'a\u0000b "quoted" \\ back\tslash \u0001\n é 😀 \ud800';
+      receiver.respond((_, i) =>
+        i === 0 ? { status: 500, headers: { 'content-type': 'text/plain' }, body: odd } : ACK,
+      );
+      const created = await subscribe(t, receiver.url);
+      const id = await sendTest(t, created.id);
+      const n = await waitForLog(t, created, id, inState('delivered'), 'delivered');
+      // NUL is dropped (PostgreSQL text cannot hold it); the lone surrogate went out as U+FFFD.
+      expect(n.attempts[0]).toMatchObject({
+        statusCode: 500,
+        outcome: 'retry',
+        error: 'HTTP 500',
+        response: 'ab "quoted" \\ back\tslash \u0001\n é 😀 \ufffd',
+      });
+      expect(n.attempts[1]).toMatchObject({ statusCode: 200, outcome: 'delivered' });
+    }));
+
   test('resend delivers a delivered notification again, same webhook-id, logged as a resend', () =>
     withReceivers(1, async (receiver) => {
       const created = await subscribe(t, receiver.url);
