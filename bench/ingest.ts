@@ -7,6 +7,7 @@
 // Usage: npm run bench:ingest [-- --blocks 100 --transfers-per-block 200 --watched 1000000]
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import inspector from 'node:inspector';
 import path from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
@@ -84,7 +85,14 @@ interface Options {
   logLevel: string;
   databaseUrl: string | undefined;
   backends: Backend[];
+  /** Which chains' passes run (all by default). */
+  passes: Pass[];
+  /** Where each EVM pass writes a CPU profile of this process (none when undefined). */
+  profileDir: string | undefined;
 }
+
+const PASSES = ['evm', 'bitcoin', 'algorand', 'solana'] as const;
+type Pass = (typeof PASSES)[number];
 
 function readOptions(): Options {
   const { values } = parseArgs({
@@ -95,6 +103,8 @@ function readOptions(): Options {
       'hit-rate': { type: 'string' },
       backends: { type: 'string' },
       'log-level': { type: 'string' },
+      passes: { type: 'string' },
+      profile: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -109,6 +119,8 @@ function readOptions(): Options {
         '  --hit-rate R             share of transfers to a watched address, notified (BENCH_HIT_RATE, default 0.01)',
         '  --backends LIST          pglite,postgres (BENCH_BACKENDS; default pglite, plus postgres with DATABASE_URL)',
         '  --log-level L            level of the follower logger (BENCH_LOG_LEVEL, default warn)',
+        '  --passes LIST            evm,bitcoin,algorand,solana (BENCH_PASSES, default all)',
+        '  --profile DIR            write a CPU profile of each EVM pass of this process to DIR',
         'DATABASE_URL set: also on that PostgreSQL, in a database created for the run and dropped after it.',
         '',
       ].join('\n'),
@@ -127,6 +139,13 @@ function readOptions(): Options {
   }
   if (backends.includes('postgres') && !databaseUrl)
     throw new Error('the postgres backend needs DATABASE_URL');
+  const passes = (values.passes ?? process.env.BENCH_PASSES ?? PASSES.join(','))
+    .split(',')
+    .map((p) => p.trim());
+  for (const p of passes) {
+    if (!(PASSES as readonly string[]).includes(p))
+      throw new Error(`unknown pass "${p}" (${PASSES.join(', ')})`);
+  }
   const hitRate = numberOption(values['hit-rate'], 'BENCH_HIT_RATE', 0.01, 0);
   if (hitRate > 1) throw new Error('BENCH_HIT_RATE must be at most 1');
   return {
@@ -139,6 +158,8 @@ function readOptions(): Options {
     logLevel: logLevelOption(values['log-level']),
     databaseUrl,
     backends: backends as Backend[],
+    passes: passes as Pass[],
+    profileDir: values.profile,
   };
 }
 
@@ -278,6 +299,31 @@ async function buildChain(options: Options): Promise<Chain> {
 
 // ---------------------------------------------------------------------------------------------
 // Measurement
+
+/**
+ * Runs `pass` under V8's sampling profiler when a directory is given, writing `<name>.cpuprofile`
+ * (open it in Chrome DevTools or summarise self time by function): the pass alone, not the set-up.
+ */
+async function profiled<T>(dir: string | undefined, name: string, pass: () => Promise<T>): Promise<T> {
+  if (!dir) return pass();
+  const session = new inspector.Session();
+  session.connect();
+  const post = (method: string, params?: object) =>
+    new Promise<unknown>((resolve, reject) =>
+      session.post(method, params, (err, result) => (err ? reject(err) : resolve(result))),
+    );
+  await post('Profiler.enable');
+  await post('Profiler.setSamplingInterval', { interval: 500 });
+  await post('Profiler.start');
+  try {
+    return await pass();
+  } finally {
+    const { profile } = (await post('Profiler.stop')) as { profile: unknown };
+    session.disconnect();
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
+  }
+}
 
 interface Row {
   label: string;
@@ -604,21 +650,20 @@ async function runFollower(
     gcObserver.observe({ entryTypes: ['gc'] });
     const a = cpuMark(anvilPid, postgresLocal);
     let b: CpuMark;
-    follower.start();
-    onCleanup(() => follower.stop()); // on a signal: before the database is dropped under it
-    const deadline = Date.now() + 600_000;
     try {
-      for (;;) {
-        const status = follower.status();
-        if (status.height === chain.last) {
-          b = cpuMark(anvilPid, postgresLocal);
-          break;
+      b = await profiled(options.profileDir, `follower-${backend}`, async () => {
+        follower.start();
+        onCleanup(() => follower.stop()); // on a signal: before the database is dropped under it
+        const deadline = Date.now() + 600_000;
+        for (;;) {
+          const status = follower.status();
+          if (status.height === chain.last) return cpuMark(anvilPid, postgresLocal);
+          if (status.lastError) throw new Error(`${backend}: the follower failed: ${status.lastError}`);
+          if (Date.now() > deadline)
+            throw new Error(`${backend}: the follower is at ${status.height} after 600 s`);
+          await sleep(1);
         }
-        if (status.lastError) throw new Error(`${backend}: the follower failed: ${status.lastError}`);
-        if (Date.now() > deadline)
-          throw new Error(`${backend}: the follower is at ${status.height} after 600 s`);
-        await sleep(1);
-      }
+      });
     } finally {
       gcObserver.disconnect();
       await follower.stop();
@@ -765,15 +810,8 @@ function meanRow(label: string, a: Row, b: Row): Row {
 
 const MB = 1024 * 1024;
 
-async function main(): Promise<void> {
-  const options = readOptions();
-  process.stdout.write(
-    `bench:ingest: ${options.blocks} blocks of ${options.transfersPerBlock} transfers, ` +
-      `${grouped(options.watched)} watched addresses, hit rate ${options.hitRate}; ` +
-      `${options.backends.join(' and ')}${options.databaseUrl && options.backends.includes('postgres') ? ` (${redact(options.databaseUrl)})` : ''}; ` +
-      `${machineLine()}\n`,
-  );
-
+/** The EVM pass on a chain built on anvil: references, viem fetch + extract, the follower per backend. */
+async function evmPass(options: Options): Promise<void> {
   process.stdout.write(
     '  building the chain on anvil (automine off, a JSON-RPC batch then evm_mine per block)...\n',
   );
@@ -803,11 +841,17 @@ async function main(): Promise<void> {
   const expected = { transfers, notifications };
 
   process.stdout.write('  raw fetch (before)... ');
-  const before = await rawFetch(chain, 'raw fetch (before)', transfers, anvilPid);
+  const before = await profiled(options.profileDir, 'raw-fetch', () =>
+    rawFetch(chain, 'raw fetch (before)', transfers, anvilPid),
+  );
   process.stdout.write(`${fixed(before.seconds, 2)} s\n  raw fetch, ${IN_FLIGHT} in flight (before)... `);
-  const pipelinedBefore = await rawFetchInFlight(chain, 'before', transfers, anvilPid, IN_FLIGHT);
+  const pipelinedBefore = await profiled(options.profileDir, 'raw-fetch-in-flight', () =>
+    rawFetchInFlight(chain, 'before', transfers, anvilPid, IN_FLIGHT),
+  );
   process.stdout.write(`${fixed(pipelinedBefore.seconds, 2)} s\n  viem fetch + extract... `);
-  const extract = (await fetchAndExtract(chain, anvilPid)).row;
+  const extract = (
+    await profiled(options.profileDir, 'fetch-extract', () => fetchAndExtract(chain, anvilPid))
+  ).row;
   process.stdout.write(`${fixed(extract.seconds, 2)} s\n`);
 
   const results: FollowerResult[] = [];
@@ -854,9 +898,24 @@ async function main(): Promise<void> {
       '',
     ].join('\n'),
   );
-  process.stdout.write(`${(await bitcoinPass(options)).join('\n')}\n`);
-  process.stdout.write(`${(await algorandPass(options)).join('\n')}\n`);
-  process.stdout.write(`${(await solanaPass(options)).join('\n')}\n\n`);
+}
+
+async function main(): Promise<void> {
+  const options = readOptions();
+  process.stdout.write(
+    `bench:ingest: ${options.blocks} blocks of ${options.transfersPerBlock} transfers, ` +
+      `${grouped(options.watched)} watched addresses, hit rate ${options.hitRate}; ` +
+      `${options.backends.join(' and ')}${options.databaseUrl && options.backends.includes('postgres') ? ` (${redact(options.databaseUrl)})` : ''}; ` +
+      `${machineLine()}\n`,
+  );
+
+  if (options.passes.includes('evm')) await evmPass(options);
+  if (options.passes.includes('bitcoin'))
+    process.stdout.write(`${(await bitcoinPass(options)).join('\n')}\n`);
+  if (options.passes.includes('algorand'))
+    process.stdout.write(`${(await algorandPass(options)).join('\n')}\n`);
+  if (options.passes.includes('solana')) process.stdout.write(`${(await solanaPass(options)).join('\n')}\n`);
+  process.stdout.write('\n');
 }
 
 runMain('bench:ingest', main); // cleans up: stops anvil, removes temp dirs, drops the database
