@@ -18,7 +18,7 @@ import pino from 'pino';
 import { v7 as uuidv7 } from 'uuid';
 import { type Abi, encodeFunctionData, getAddress, type Hex, type PublicClient } from 'viem';
 import { createAccounts } from '../src/accounts/service.js';
-import { createTokenInfoCache, fetchBlockActivity } from '../src/chains/evm/activity.js';
+import { createTokenInfoCache, readBlockActivity } from '../src/chains/evm/activity.js';
 import { type Anvil, startAnvil } from '../src/chains/evm/anvil.js';
 import { evmSource, type FetchEvmActivity } from '../src/chains/evm/source.js';
 import type { EvmBlockActivity } from '../src/chains/evm/types.js';
@@ -422,7 +422,7 @@ async function rawFetchInFlight(
   };
 }
 
-/** What the follower does per block before matching: viem's getBlock and getBlockReceipts, then extraction. */
+/** What the follower does per block before matching: the block and its receipts read (readBlockActivity), transfers extracted. */
 async function fetchAndExtract(
   chain: Chain,
   anvilPid: number | undefined,
@@ -430,12 +430,12 @@ async function fetchAndExtract(
   const client = evmClient([chain.anvil.rpcUrl]);
   const blocks: EvmBlockActivity[] = [];
   const a = cpuMark(anvilPid, false);
-  for (let n = chain.first; n <= chain.last; n++) blocks.push(await fetchBlockActivity(client, BigInt(n)));
+  for (let n = chain.first; n <= chain.last; n++) blocks.push(await readBlockActivity(client, BigInt(n)));
   const b = cpuMark(anvilPid, false);
   const transfers = blocks.reduce((sum, block) => sum + block.transfers.length, 0);
   return {
     row: {
-      label: 'viem fetch + extract (fetchBlockActivity)',
+      label: 'fetch + extract (readBlockActivity)',
       blocks: blocks.length,
       transfers,
       notifications: undefined,
@@ -629,7 +629,7 @@ async function runFollower(
     const timedFetch: FetchEvmActivity = async (c, n) => {
       const t = now();
       try {
-        return await fetchBlockActivity(c, n);
+        return await readBlockActivity(c, n);
       } finally {
         fetchMs += now() - t;
       }
@@ -810,7 +810,7 @@ function meanRow(label: string, a: Row, b: Row): Row {
 
 const MB = 1024 * 1024;
 
-/** The EVM pass on a chain built on anvil: references, viem fetch + extract, the follower per backend. */
+/** The EVM pass on a chain built on anvil: references, fetch + extract, the follower per backend. */
 async function evmPass(options: Options): Promise<void> {
   process.stdout.write(
     '  building the chain on anvil (automine off, a JSON-RPC batch then evm_mine per block)...\n',
@@ -848,7 +848,7 @@ async function evmPass(options: Options): Promise<void> {
   const pipelinedBefore = await profiled(options.profileDir, 'raw-fetch-in-flight', () =>
     rawFetchInFlight(chain, 'before', transfers, anvilPid, IN_FLIGHT),
   );
-  process.stdout.write(`${fixed(pipelinedBefore.seconds, 2)} s\n  viem fetch + extract... `);
+  process.stdout.write(`${fixed(pipelinedBefore.seconds, 2)} s\n  fetch + extract... `);
   const extract = (
     await profiled(options.profileDir, 'fetch-extract', () => fetchAndExtract(chain, anvilPid))
   ).row;
