@@ -8,6 +8,8 @@ import type { BlockSource, ChainBlock } from '../chains/source.js';
  */
 export function createReadAhead<Activity>(source: BlockSource<Activity>, window: number) {
   const inFlight = new Map<number, Promise<ChainBlock<Activity> | undefined>>();
+  /** Blocks whose read has completed, not yet handed out. */
+  const arrived = new Map<number, ChainBlock<Activity>>();
   return {
     /** The block at `height`, starting reads up to `window` blocks ahead but never past `last`. */
     next(height: number, last: number): Promise<ChainBlock<Activity> | undefined> {
@@ -15,15 +17,26 @@ export function createReadAhead<Activity>(source: BlockSource<Activity>, window:
         if (inFlight.has(h)) continue;
         const read = source.block(h);
         // Failures surface when the block is asked for; one never asked for must not go unhandled.
-        read.catch(() => {});
+        read.then(
+          (block) => {
+            if (block && inFlight.get(h) === read) arrived.set(h, block);
+          },
+          () => {},
+        );
         inFlight.set(h, read);
       }
       const read = inFlight.get(height)!;
       inFlight.delete(height);
+      arrived.delete(height);
       return read;
+    },
+    /** The block at `height` if its read has already completed (nothing is waited for). */
+    arrived(height: number): ChainBlock<Activity> | undefined {
+      return arrived.get(height);
     },
     discard(): void {
       inFlight.clear();
+      arrived.clear();
     },
   };
 }
