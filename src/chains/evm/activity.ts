@@ -332,21 +332,33 @@ async function receiptsOneByOne(
   return receipts;
 }
 
+/**
+ * The block's receipts: `asked` is eth_getBlockReceipts already sent by the block's number (its
+ * answer is checked to be this block's, by hash), else it is asked by hash; on nodes without the
+ * method, one eth_getTransactionReceipt per transaction.
+ */
 async function blockReceipts(
   client: PublicClient,
   blockHash: Hex,
   hashes: readonly Hex[],
+  asked?: Promise<unknown>,
 ): Promise<RpcReceipt[]> {
-  if (hashes.length === 0) return [];
+  if (hashes.length === 0) {
+    // Not needed, but it says whether the node has the method, so that it is asked only once.
+    await asked?.catch((err: unknown) => {
+      if (isMethodUnavailable(err)) withoutBlockReceipts.add(client);
+    });
+    return [];
+  }
   if (!withoutBlockReceipts.has(client)) {
     try {
-      const receipts = ((await client.request({
-        method: 'eth_getBlockReceipts',
-        params: [blockHash],
-      })) ?? []) as RpcReceipt[];
+      const receipts = ((await (asked ??
+        client.request({ method: 'eth_getBlockReceipts', params: [blockHash] }))) ?? []) as RpcReceipt[];
       for (const receipt of receipts) {
         if (receipt.blockHash !== blockHash) {
-          throw new Error(`eth_getBlockReceipts(${blockHash}) answered receipts of ${receipt.blockHash}`);
+          throw new Error(
+            `eth_getBlockReceipts answered receipts of ${receipt.blockHash} for block ${blockHash}: the chain changed while reading`,
+          );
         }
       }
       if (receipts.length !== hashes.length) {
@@ -364,13 +376,20 @@ async function blockReceipts(
 }
 
 /**
- * Reads one block with its transactions and receipts (`eth_getBlockReceipts` by block hash, or
- * one `eth_getTransactionReceipt` per transaction on nodes without it) as raw JSON-RPC answers and
+ * Reads one block with its transactions and receipts (`eth_getBlockReceipts`, or one
+ * `eth_getTransactionReceipt` per transaction on nodes without it) as raw JSON-RPC answers and
  * extracts its transfers, addresses in lower case (rpcTransfers): what the follower reads. Throws
  * BlockNotFoundError for a block the node does not have, and if the chain changes under the reads
  * (receipts of another block).
  */
 export async function readBlockActivity(client: PublicClient, number: bigint): Promise<EvmBlockActivity> {
+  // The block and its receipts asked at once, both by number: one round trip per block, not two.
+  // The receipts carry their block's hash, checked against the block's: a block replaced between
+  // the two answers fails the read, as a reorganisation while reading always did.
+  const asked = withoutBlockReceipts.has(client)
+    ? undefined
+    : client.request({ method: 'eth_getBlockReceipts', params: [hex(number)] });
+  asked?.catch(() => {}); // awaited below, unless the block is missing
   const block = (await client.request({
     method: 'eth_getBlockByNumber',
     params: [hex(number), true],
@@ -381,6 +400,7 @@ export async function readBlockActivity(client: PublicClient, number: bigint): P
     client,
     block.hash,
     block.transactions.map((tx) => tx.hash),
+    asked,
   );
   return {
     number: BigInt(block.number),
