@@ -5,6 +5,7 @@
 // block); then the blocks are fetched (the reference), and the follower processes them in this process
 // on embedded PGlite and (with DATABASE_URL) PostgreSQL, from a cursor set just before the first block.
 // Usage: npm run bench:ingest [-- --blocks 100 --transfers-per-block 200 --watched 1000000]
+//        npm run bench:ingest -- --rpc URL --from N --to M --watch FILE   (an existing chain's range)
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import inspector from 'node:inspector';
