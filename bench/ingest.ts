@@ -5,8 +5,10 @@
 // block); then the blocks are fetched (the reference), and the follower processes them in this process
 // on embedded PGlite and (with DATABASE_URL) PostgreSQL, from a cursor set just before the first block.
 // Usage: npm run bench:ingest [-- --blocks 100 --transfers-per-block 200 --watched 1000000]
+//        npm run bench:ingest -- --rpc URL --from N --to M --watch FILE   (an existing chain's range)
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import inspector from 'node:inspector';
 import path from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
@@ -15,13 +17,14 @@ import vm from 'node:vm';
 import { sql } from 'drizzle-orm';
 import pino from 'pino';
 import { v7 as uuidv7 } from 'uuid';
-import { type Abi, encodeFunctionData, getAddress, type Hex, type PublicClient } from 'viem';
+import { type Abi, encodeFunctionData, getAddress, type Hex, isAddress, type PublicClient } from 'viem';
 import { createAccounts } from '../src/accounts/service.js';
-import { createTokenInfoCache, fetchBlockActivity } from '../src/chains/evm/activity.js';
+import { createTokenInfoCache, readBlockActivity } from '../src/chains/evm/activity.js';
 import { type Anvil, startAnvil } from '../src/chains/evm/anvil.js';
 import { evmSource, type FetchEvmActivity } from '../src/chains/evm/source.js';
 import type { EvmBlockActivity } from '../src/chains/evm/types.js';
 import { loadNetworks, type Network, type NetworkCatalog } from '../src/chains/networks.js';
+import type { BlockSource } from '../src/chains/source.js';
 import { createIdempotency } from '../src/idempotency/service.js';
 import { createEnvelope } from '../src/secrets/envelope.js';
 import { type Db, openStore, type Store } from '../src/store/db.js';
@@ -84,6 +87,51 @@ interface Options {
   logLevel: string;
   databaseUrl: string | undefined;
   backends: Backend[];
+  /** Which chains' passes run (all by default). */
+  passes: Pass[];
+  /** Where each EVM pass writes a CPU profile of this process (none when undefined). */
+  profileDir: string | undefined;
+  /** --rpc: an existing chain's range instead of the passes (undefined: the chain is built on anvil). */
+  followed: FollowedOptions | undefined;
+  /** --serve-chain: where the built chain's watched addresses are written; nothing is measured. */
+  serveChain: string | undefined;
+}
+
+interface FollowedOptions {
+  rpcUrl: string;
+  from: number;
+  to: number;
+  watchFile: string | undefined;
+}
+
+/** A node's URL as printed: its origin only (a path or query may hold an API key). */
+const redactUrl = (url: string) => new URL(url).origin;
+
+const PASSES = ['evm', 'bitcoin', 'algorand', 'solana'] as const;
+type Pass = (typeof PASSES)[number];
+
+function followedOptions(values: {
+  rpc?: string;
+  from?: string;
+  to?: string;
+  watch?: string;
+}): FollowedOptions | undefined {
+  if (values.rpc === undefined) {
+    if (values.from !== undefined || values.to !== undefined || values.watch !== undefined)
+      throw new Error('--from, --to and --watch go with --rpc URL');
+    return undefined;
+  }
+  const height = (flag: string, value: string | undefined) => {
+    if (value === undefined || !/^\d+$/.test(value))
+      throw new Error(`--rpc needs --${flag} N (a block number)`);
+    return Number(value);
+  };
+  const from = height('from', values.from);
+  const to = height('to', values.to);
+  if (from < 1 || to < from) throw new Error('--from N --to M: 1 <= N <= M');
+  if (values.watch !== undefined && !fs.existsSync(values.watch))
+    throw new Error(`--watch ${values.watch}: no such file`);
+  return { rpcUrl: values.rpc, from, to, watchFile: values.watch };
 }
 
 function readOptions(): Options {
@@ -95,6 +143,13 @@ function readOptions(): Options {
       'hit-rate': { type: 'string' },
       backends: { type: 'string' },
       'log-level': { type: 'string' },
+      passes: { type: 'string' },
+      profile: { type: 'string' },
+      rpc: { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      watch: { type: 'string' },
+      'serve-chain': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -109,6 +164,16 @@ function readOptions(): Options {
         '  --hit-rate R             share of transfers to a watched address, notified (BENCH_HIT_RATE, default 0.01)',
         '  --backends LIST          pglite,postgres (BENCH_BACKENDS; default pglite, plus postgres with DATABASE_URL)',
         '  --log-level L            level of the follower logger (BENCH_LOG_LEVEL, default warn)',
+        '  --passes LIST            evm,bitcoin,algorand,solana (BENCH_PASSES, default all)',
+        '  --profile DIR            write a CPU profile of each EVM pass of this process to DIR',
+        '  --rpc URL --from N --to M [--watch FILE]',
+        '                           instead of the passes: follow blocks N..M of the EVM node at URL (no chain',
+        '                           built, anvil not started), the addresses of FILE (one per line) subscribed',
+        '                           beside the --watched random ones; reports the time to the last block',
+        '                           committed, peak rss, and the raw-fetch references over the same range',
+        '  --serve-chain FILE       instead of the passes: build the chain on anvil (--blocks, --transfers-per-block,',
+        '                           --hit-rate), write its watched addresses to FILE, print the --rpc command',
+        '                           that follows it, and serve it until interrupted',
         'DATABASE_URL set: also on that PostgreSQL, in a database created for the run and dropped after it.',
         '',
       ].join('\n'),
@@ -127,6 +192,13 @@ function readOptions(): Options {
   }
   if (backends.includes('postgres') && !databaseUrl)
     throw new Error('the postgres backend needs DATABASE_URL');
+  const passes = (values.passes ?? process.env.BENCH_PASSES ?? PASSES.join(','))
+    .split(',')
+    .map((p) => p.trim());
+  for (const p of passes) {
+    if (!(PASSES as readonly string[]).includes(p))
+      throw new Error(`unknown pass "${p}" (${PASSES.join(', ')})`);
+  }
   const hitRate = numberOption(values['hit-rate'], 'BENCH_HIT_RATE', 0.01, 0);
   if (hitRate > 1) throw new Error('BENCH_HIT_RATE must be at most 1');
   return {
@@ -139,18 +211,29 @@ function readOptions(): Options {
     logLevel: logLevelOption(values['log-level']),
     databaseUrl,
     backends: backends as Backend[],
+    passes: passes as Pass[],
+    profileDir: values.profile,
+    followed: followedOptions(values),
+    serveChain: values['serve-chain'],
   };
 }
 
 // ---------------------------------------------------------------------------------------------
 // The chain
 
-interface Chain {
-  anvil: Anvil;
+/** A range of an EVM chain the follower is measured on: built on anvil, or an existing node's (--rpc). */
+interface FollowedRange {
+  rpcUrl: string;
   networks: NetworkCatalog;
   network: Network;
   first: number;
   last: number;
+  /** Watched addresses with a subscription each (besides the random ones of the index), EIP-55. */
+  subscribed: string[];
+}
+
+interface Chain extends FollowedRange {
+  anvil: Anvil;
   transactions: number;
   native: number;
   erc20: number;
@@ -272,12 +355,39 @@ async function buildChain(options: Options): Promise<Chain> {
     native: native * options.blocks,
     erc20: erc20 * options.blocks,
     hitAddresses,
+    subscribed: hitAddresses,
+    rpcUrl: url,
     seconds: (now() - t0) / 1000,
   };
 }
 
 // ---------------------------------------------------------------------------------------------
 // Measurement
+
+/**
+ * Runs `pass` under V8's sampling profiler when a directory is given, writing `<name>.cpuprofile`
+ * (open it in Chrome DevTools or summarise self time by function): the pass alone, not the set-up.
+ */
+async function profiled<T>(dir: string | undefined, name: string, pass: () => Promise<T>): Promise<T> {
+  if (!dir) return pass();
+  const session = new inspector.Session();
+  session.connect();
+  const post = (method: string, params?: object) =>
+    new Promise<unknown>((resolve, reject) =>
+      session.post(method, params, (err, result) => (err ? reject(err) : resolve(result))),
+    );
+  await post('Profiler.enable');
+  await post('Profiler.setSamplingInterval', { interval: 500 });
+  await post('Profiler.start');
+  try {
+    return await pass();
+  } finally {
+    const { profile } = (await post('Profiler.stop')) as { profile: unknown };
+    session.disconnect();
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
+  }
+}
 
 interface Row {
   label: string;
@@ -326,8 +436,13 @@ function cpuShares(a: CpuMark, b: CpuMark) {
  * (`eth_getBlockReceipts` by hash), one after the other like the follower, parsed from JSON and
  * nothing more.
  */
-async function rawFetch(chain: Chain, label: string, transfers: number, anvilPid?: number): Promise<Row> {
-  const url = chain.anvil.rpcUrl;
+async function rawFetch(
+  chain: FollowedRange,
+  label: string,
+  transfers: number,
+  anvilPid?: number,
+): Promise<Row> {
+  const url = chain.rpcUrl;
   const a = cpuMark(anvilPid, false);
   for (let n = chain.first; n <= chain.last; n++) {
     const block = await jsonRpc<RpcBlock>(url, 'eth_getBlockByNumber', [toQuantity(n), true]);
@@ -349,13 +464,13 @@ async function rawFetch(chain: Chain, label: string, transfers: number, anvilPid
  * node's real limit; the follower reads up to 8 ahead).
  */
 async function rawFetchInFlight(
-  chain: Chain,
+  chain: FollowedRange,
   label: string,
   transfers: number,
   anvilPid: number | undefined,
   inFlight: number,
 ): Promise<Row> {
-  const url = chain.anvil.rpcUrl;
+  const url = chain.rpcUrl;
   const a = cpuMark(anvilPid, false);
   let next = chain.first;
   const worker = async (): Promise<void> => {
@@ -376,20 +491,20 @@ async function rawFetchInFlight(
   };
 }
 
-/** What the follower does per block before matching: viem's getBlock and getBlockReceipts, then extraction. */
+/** What the follower does per block before matching: the block and its receipts read (readBlockActivity), transfers extracted. */
 async function fetchAndExtract(
-  chain: Chain,
+  chain: FollowedRange,
   anvilPid: number | undefined,
 ): Promise<{ row: Row; blocks: EvmBlockActivity[] }> {
-  const client = evmClient([chain.anvil.rpcUrl]);
+  const client = evmClient([chain.rpcUrl]);
   const blocks: EvmBlockActivity[] = [];
   const a = cpuMark(anvilPid, false);
-  for (let n = chain.first; n <= chain.last; n++) blocks.push(await fetchBlockActivity(client, BigInt(n)));
+  for (let n = chain.first; n <= chain.last; n++) blocks.push(await readBlockActivity(client, BigInt(n)));
   const b = cpuMark(anvilPid, false);
   const transfers = blocks.reduce((sum, block) => sum + block.transfers.length, 0);
   return {
     row: {
-      label: 'viem fetch + extract (fetchBlockActivity)',
+      label: 'fetch + extract (readBlockActivity)',
       blocks: blocks.length,
       transfers,
       notifications: undefined,
@@ -446,7 +561,7 @@ interface IndexReport {
 }
 
 /** The matcher's index with `count` watched addresses (one subscription each), as the API would fill it. */
-function buildIndex(chain: Chain, count: number): IndexReport {
+function buildIndex(chain: Pick<FollowedRange, 'networks'>, count: number): IndexReport {
   const index = createAddressIndex((name) => chain.networks.find(name)?.family);
   gc();
   const before = process.memoryUsage();
@@ -496,6 +611,27 @@ function lookupRate(index: AddressIndex, blocks: EvmBlockActivity[]): { perSecon
 // ---------------------------------------------------------------------------------------------
 // The follower
 
+/** What the follower must write: the notifications are known on a chain built here, not on a node's (--rpc). */
+interface Expected {
+  transfers: number;
+  notifications: number | undefined;
+}
+
+/** The node's chain as if it ended at `last`: the follower stops there whatever the node's head. */
+function endingAt<Activity>(source: BlockSource<Activity>, last: number): BlockSource<Activity> {
+  let lastHash: string | undefined;
+  return {
+    ...source,
+    async tip() {
+      const tip = await source.tip();
+      if (tip.height <= last) return tip;
+      lastHash ??= await source.hashAt(last);
+      if (lastHash === undefined) throw new Error(`the node has no block ${last}`);
+      return { height: last, hash: lastHash };
+    },
+  };
+}
+
 interface FollowerResult {
   row: Row;
   notes: string[];
@@ -512,9 +648,9 @@ const rowsOf = <T>(result: unknown): T[] => (result as { rows: T[] }).rows;
 async function runFollower(
   backend: Backend,
   store: Store,
-  chain: Chain,
+  chain: FollowedRange,
   index: AddressIndex,
-  expected: { transfers: number; notifications: number },
+  expected: Expected,
   options: Options,
   anvilPid: number | undefined,
   postgresLocal: boolean,
@@ -533,7 +669,7 @@ async function runFollower(
     onChange: (change) => index.apply(change),
   });
   const created: string[] = [];
-  for (const address of chain.hitAddresses) {
+  for (const address of chain.subscribed) {
     const sub = await subscriptions.create(issued.info.accountId, {
       type: 'ADDRESS_TRANSACTION',
       attr: { address, chain: NETWORK, url: 'http://127.0.0.1:9/hook' },
@@ -542,7 +678,7 @@ async function runFollower(
     created.push(sub.body.id);
   }
   try {
-    const before = await jsonRpc<RpcBlock>(chain.anvil.rpcUrl, 'eth_getBlockByNumber', [
+    const before = await jsonRpc<RpcBlock>(chain.rpcUrl, 'eth_getBlockByNumber', [
       toQuantity(chain.first - 1),
       false,
     ]);
@@ -559,9 +695,10 @@ async function runFollower(
       parentHash: before.parentHash,
     });
 
-    const client: PublicClient = evmClient([chain.anvil.rpcUrl]);
+    const client: PublicClient = evmClient([chain.rpcUrl]);
     let fetchMs = 0;
     let transactionMs = 0;
+    let transactionCount = 0;
     // The same database, with the time spent in transactions (a block's notifications, headers and
     // cursor are written in one) added up.
     const timedDb = new Proxy(db, {
@@ -573,6 +710,7 @@ async function runFollower(
               return await target.transaction(...args);
             } finally {
               transactionMs += now() - t;
+              transactionCount++;
             }
           };
         }
@@ -583,7 +721,7 @@ async function runFollower(
     const timedFetch: FetchEvmActivity = async (c, n) => {
       const t = now();
       try {
-        return await fetchBlockActivity(c, n);
+        return await readBlockActivity(c, n);
       } finally {
         fetchMs += now() - t;
       }
@@ -591,7 +729,7 @@ async function runFollower(
     const follower = createFollower({
       db: timedDb,
       network: chain.network,
-      source: evmSource(client, timedFetch),
+      source: endingAt(evmSource(client, timedFetch), chain.last),
       match: evmMatcher({ network: chain.network, index, tokens: createTokenInfoCache(client) }),
       logger: pino({ level: options.logLevel }),
       pollIntervalMs: 1_000,
@@ -602,24 +740,29 @@ async function runFollower(
       for (const entry of list.getEntries()) gcMs += entry.duration;
     });
     gcObserver.observe({ entryTypes: ['gc'] });
+    // Sampled every 20 ms: reading it costs a system call (every 1 ms it showed in the profile).
+    let peakRss = process.memoryUsage.rss();
+    const rssSampler = setInterval(() => {
+      peakRss = Math.max(peakRss, process.memoryUsage.rss());
+    }, 20);
     const a = cpuMark(anvilPid, postgresLocal);
     let b: CpuMark;
-    follower.start();
-    onCleanup(() => follower.stop()); // on a signal: before the database is dropped under it
-    const deadline = Date.now() + 600_000;
     try {
-      for (;;) {
-        const status = follower.status();
-        if (status.height === chain.last) {
-          b = cpuMark(anvilPid, postgresLocal);
-          break;
+      b = await profiled(options.profileDir, `follower-${backend}`, async () => {
+        follower.start();
+        onCleanup(() => follower.stop()); // on a signal: before the database is dropped under it
+        const deadline = Date.now() + 600_000;
+        for (;;) {
+          const status = follower.status();
+          if (status.height === chain.last) return cpuMark(anvilPid, postgresLocal);
+          if (status.lastError) throw new Error(`${backend}: the follower failed: ${status.lastError}`);
+          if (Date.now() > deadline)
+            throw new Error(`${backend}: the follower is at ${status.height} after 600 s`);
+          await sleep(1);
         }
-        if (status.lastError) throw new Error(`${backend}: the follower failed: ${status.lastError}`);
-        if (Date.now() > deadline)
-          throw new Error(`${backend}: the follower is at ${status.height} after 600 s`);
-        await sleep(1);
-      }
+      });
     } finally {
+      clearInterval(rssSampler);
       gcObserver.disconnect();
       await follower.stop();
     }
@@ -632,7 +775,7 @@ async function runFollower(
       ),
     );
     const notifications = counts?.n ?? 0;
-    if (notifications !== expected.notifications) {
+    if (expected.notifications !== undefined && notifications !== expected.notifications) {
       throw new Error(
         `${backend}: ${notifications} notifications written, ${expected.notifications} expected`,
       );
@@ -651,11 +794,14 @@ async function runFollower(
       },
       notes: [
         `${backend}: per block ${fixed((shares.seconds * 1000) / blocks, 1)} ms = write transaction ` +
-          `${fixed(transactionMs / blocks, 1)} ms (${share(transactionMs)}) + waiting for the next block, match, ` +
+          `${fixed(transactionMs / blocks, 1)} ms (${share(transactionMs)}; ${transactionCount} transactions, ` +
+          `${fixed(blocks / Math.max(1, transactionCount), 1)} blocks each) + waiting for the next block, match, ` +
           `build notifications ${fixed(restMs / blocks, 1)} ms (${share(restMs)}); each block's read (fetch + extract, ` +
           `up to ${IN_FLIGHT} at once, so they overlap) took ${fixed(fetchMs / blocks, 1)} ms; garbage collection paused it ` +
           `${fixed(gcMs / blocks, 1)} ms per block (${share(gcMs)}, counted in the parts above); ` +
-          `${notifications} notifications written (${counts?.pending ?? 0} pending), as expected`,
+          `${notifications} notifications written (${counts?.pending ?? 0} pending)` +
+          `${expected.notifications === undefined ? '' : ', as expected'}; peak rss during the pass ` +
+          `${fixed(peakRss / MB, 0)} MB (sampled every 20 ms, the index of watched addresses included)`,
       ],
     };
   } finally {
@@ -664,9 +810,9 @@ async function runFollower(
 }
 
 async function benchPglite(
-  chain: Chain,
+  chain: FollowedRange,
   index: AddressIndex,
-  expected: { transfers: number; notifications: number },
+  expected: Expected,
   options: Options,
   anvilPid: number | undefined,
 ): Promise<FollowerResult> {
@@ -680,9 +826,9 @@ async function benchPglite(
 }
 
 async function benchPostgres(
-  chain: Chain,
+  chain: FollowedRange,
   index: AddressIndex,
-  expected: { transfers: number; notifications: number },
+  expected: Expected,
   options: Options,
   anvilPid: number | undefined,
 ): Promise<FollowerResult> {
@@ -728,6 +874,7 @@ function formatRows(rows: Row[], reference: Row, pipelined: Row): string {
       `ratio to ${IN_FLIGHT} in flight`,
       'notifications',
       'bench cpu',
+      'bench cpu ms/block',
       'anvil cpu',
       'postgres cpu',
     ],
@@ -742,6 +889,8 @@ function formatRows(rows: Row[], reference: Row, pipelined: Row): string {
       fixed(pipelined.seconds / r.seconds, 3),
       r.notifications === undefined ? '-' : String(r.notifications),
       percent(r.benchCpu),
+      // CPU time of this process per block: unlike the seconds, it holds on a busy machine.
+      r.benchCpu === undefined ? '-' : fixed(((r.benchCpu / 100) * r.seconds * 1000) / r.blocks, 1),
       percent(r.anvilCpu),
       percent(r.postgresCpu),
     ]),
@@ -765,15 +914,82 @@ function meanRow(label: string, a: Row, b: Row): Row {
 
 const MB = 1024 * 1024;
 
-async function main(): Promise<void> {
-  const options = readOptions();
-  process.stdout.write(
-    `bench:ingest: ${options.blocks} blocks of ${options.transfersPerBlock} transfers, ` +
-      `${grouped(options.watched)} watched addresses, hit rate ${options.hitRate}; ` +
-      `${options.backends.join(' and ')}${options.databaseUrl && options.backends.includes('postgres') ? ` (${redact(options.databaseUrl)})` : ''}; ` +
-      `${machineLine()}\n`,
+/**
+ * The references (raw fetch, 1 at a time and 8 in flight, before and after the followers), the
+ * source's fetch + extract, and the follower on each backend, over one range; printed with `about`
+ * (what the range holds) and `matcher` (the index's line).
+ */
+async function measureRange(
+  range: FollowedRange,
+  options: Options,
+  built: IndexReport,
+  expected: Expected,
+  anvilPid: number | undefined,
+  about: string,
+  matcherNotes: (index: AddressIndex) => string,
+): Promise<void> {
+  const { transfers } = expected;
+  process.stdout.write('  raw fetch (before)... ');
+  const before = await profiled(options.profileDir, 'raw-fetch', () =>
+    rawFetch(range, 'raw fetch (before)', transfers, anvilPid),
   );
+  process.stdout.write(`${fixed(before.seconds, 2)} s\n  raw fetch, ${IN_FLIGHT} in flight (before)... `);
+  const pipelinedBefore = await profiled(options.profileDir, 'raw-fetch-in-flight', () =>
+    rawFetchInFlight(range, 'before', transfers, anvilPid, IN_FLIGHT),
+  );
+  process.stdout.write(`${fixed(pipelinedBefore.seconds, 2)} s\n  fetch + extract... `);
+  const extract = (
+    await profiled(options.profileDir, 'fetch-extract', () => fetchAndExtract(range, anvilPid))
+  ).row;
+  process.stdout.write(`${fixed(extract.seconds, 2)} s\n`);
 
+  const results: FollowerResult[] = [];
+  for (const backend of options.backends) {
+    results.push(
+      backend === 'pglite'
+        ? await benchPglite(range, built.index, expected, options, anvilPid)
+        : await benchPostgres(range, built.index, expected, options, anvilPid),
+    );
+  }
+
+  const matcherNote = matcherNotes(built.index);
+  process.stdout.write('  raw fetch (after)... ');
+  const after = await rawFetch(range, 'raw fetch (after)', transfers, anvilPid);
+  process.stdout.write(`${fixed(after.seconds, 2)} s\n  raw fetch, ${IN_FLIGHT} in flight (after)... `);
+  const pipelinedAfter = await rawFetchInFlight(range, 'after', transfers, anvilPid, IN_FLIGHT);
+  process.stdout.write(`${fixed(pipelinedAfter.seconds, 2)} s\n`);
+  const reference = meanRow('raw fetch: block + receipts, 1 at a time (reference)', before, after);
+  const pipelined = meanRow(
+    `raw fetch, ${IN_FLIGHT} blocks in flight (reference)`,
+    pipelinedBefore,
+    pipelinedAfter,
+  );
+  const spread = Math.abs(before.seconds - after.seconds) / reference.seconds;
+
+  process.stdout.write(
+    [
+      '',
+      about,
+      formatRows([reference, pipelined, extract, ...results.map((r) => r.row)], reference, pipelined),
+      `reference: mean of the raw fetch before (${fixed(before.seconds, 2)} s) and after (${fixed(after.seconds, 2)} s) ` +
+        `the follower runs, spread ${(spread * 100).toFixed(0)}%` +
+        `${spread > 0.15 ? ': the machine was busy, treat the ratios as rough' : ''}`,
+      `matcher: ${grouped(built.addresses)} watched addresses (plus ${range.subscribed.length} subscribed per backend) indexed in ` +
+        `${fixed(built.applySeconds, 2)} s; heap +${fixed(built.heapBytes / MB, 0)} MB ` +
+        `(${Math.round(built.heapBytes / Math.max(1, built.addresses))} bytes/address), rss +${fixed(built.rssBytes / MB, 0)} MB` +
+        matcherNote,
+      ...results.flatMap((r) => r.notes),
+      `this process: peak rss ${fixed((process.resourceUsage().maxRSS * 1024) / MB, 0)} MB over the whole run`,
+      "ratios: a reference's seconds over the pass seconds (1 = as fast as merely fetching that way).",
+      'cpu: percent of one core over the pass: this process (viem, matcher, follower, PGlite), anvil, and',
+      'all postgres processes of this host (other users of that server count too).',
+      '',
+    ].join('\n'),
+  );
+}
+
+/** The EVM pass on a chain built on anvil: references, fetch + extract, the follower per backend. */
+async function evmPass(options: Options): Promise<void> {
   process.stdout.write(
     '  building the chain on anvil (automine off, a JSON-RPC batch then evm_mine per block)...\n',
   );
@@ -800,63 +1016,122 @@ async function main(): Promise<void> {
       sum + b.transfers.reduce((n, t) => n + watchedBy(t.from) + (t.to === t.from ? 0 : watchedBy(t.to)), 0),
     0,
   );
-  const expected = { transfers, notifications };
-
-  process.stdout.write('  raw fetch (before)... ');
-  const before = await rawFetch(chain, 'raw fetch (before)', transfers, anvilPid);
-  process.stdout.write(`${fixed(before.seconds, 2)} s\n  raw fetch, ${IN_FLIGHT} in flight (before)... `);
-  const pipelinedBefore = await rawFetchInFlight(chain, 'before', transfers, anvilPid, IN_FLIGHT);
-  process.stdout.write(`${fixed(pipelinedBefore.seconds, 2)} s\n  viem fetch + extract... `);
-  const extract = (await fetchAndExtract(chain, anvilPid)).row;
-  process.stdout.write(`${fixed(extract.seconds, 2)} s\n`);
-
-  const results: FollowerResult[] = [];
-  for (const backend of options.backends) {
-    results.push(
-      backend === 'pglite'
-        ? await benchPglite(chain, built.index, expected, options, anvilPid)
-        : await benchPostgres(chain, built.index, expected, options, anvilPid),
-    );
-  }
-
-  const lookups = lookupRate(built.index, blocks);
-  process.stdout.write('  raw fetch (after)... ');
-  const after = await rawFetch(chain, 'raw fetch (after)', transfers, anvilPid);
-  process.stdout.write(`${fixed(after.seconds, 2)} s\n  raw fetch, ${IN_FLIGHT} in flight (after)... `);
-  const pipelinedAfter = await rawFetchInFlight(chain, 'after', transfers, anvilPid, IN_FLIGHT);
-  process.stdout.write(`${fixed(pipelinedAfter.seconds, 2)} s\n`);
-  const reference = meanRow('raw fetch: block + receipts, 1 at a time (reference)', before, after);
-  const pipelined = meanRow(
-    `raw fetch, ${IN_FLIGHT} blocks in flight (reference)`,
-    pipelinedBefore,
-    pipelinedAfter,
+  await measureRange(
+    chain,
+    options,
+    built,
+    { transfers, notifications },
+    anvilPid,
+    `chain: ${options.blocks} blocks, ${grouped(transfers)} transfers (${grouped(chain.native)} native, ` +
+      `${grouped(chain.erc20)} ERC-20 in batches of ${BATCH}) in ${grouped(chain.transactions)} transactions; ` +
+      `${grouped(notifications)} transfers to watched addresses (hit rate ${options.hitRate})`,
+    (index) => `; ${grouped(lookupRate(index, blocks).perSecond)} lookups/s alone (2 per transfer)`,
   );
-  const spread = Math.abs(before.seconds - after.seconds) / reference.seconds;
+}
 
+/** The addresses of a --watch file: one per line; blank lines and lines starting with # are skipped. */
+function readWatchFile(file: string): string[] {
+  const addresses: string[] = [];
+  for (const [i, line] of fs.readFileSync(file, 'utf8').split(/\r?\n/).entries()) {
+    const text = line.trim();
+    if (text === '' || text.startsWith('#')) continue;
+    if (!isAddress(text, { strict: false })) throw new Error(`${file}:${i + 1}: not an EVM address: ${text}`);
+    addresses.push(getAddress(text.toLowerCase()));
+  }
+  return [...new Set(addresses)];
+}
+
+/**
+ * --rpc: an existing chain's blocks `from`..`to` (no chain built, anvil not started), the addresses
+ * of the --watch file subscribed beside the random ones of the index, so that another indexer can
+ * be measured on the same range and addresses. The follower stops at `to` whatever the node's head.
+ */
+async function rangePass(options: Options, followed: FollowedOptions): Promise<void> {
+  const { rpcUrl, from, to } = followed;
+  const chainId = Number(await jsonRpc<Hex>(rpcUrl, 'eth_chainId'));
+  const head = Number(await jsonRpc<Hex>(rpcUrl, 'eth_blockNumber'));
+  if (to > head) throw new Error(`--to ${to} is above the node's head ${head}`);
+  const networks = loadNetworks({}, [
+    {
+      name: NETWORK,
+      aliases: [],
+      family: 'evm',
+      chainId,
+      symbol: 'ETH',
+      decimals: 18,
+      rpcUrls: [rpcUrl],
+      wsUrls: [],
+      indexerUrls: [],
+    },
+  ]);
+  const range: FollowedRange = {
+    rpcUrl,
+    networks,
+    network: networks.find(NETWORK)!,
+    first: from,
+    last: to,
+    subscribed: followed.watchFile ? readWatchFile(followed.watchFile) : [],
+  };
+  process.stdout.write(
+    `  following ${redactUrl(rpcUrl)} (chain id ${chainId}, head ${head}), blocks ${from}-${to}, ` +
+      `${range.subscribed.length} addresses of ${followed.watchFile ?? 'no --watch file'} subscribed\n`,
+  );
+  // Unmeasured, as on anvil: the node's first answers for a block are slower, and the JIT warms up.
+  const transfers = (await fetchAndExtract(range, undefined)).row.transfers;
+  process.stdout.write(`  matcher: indexing ${grouped(options.watched)} watched addresses... `);
+  const built = buildIndex(range, options.watched);
+  process.stdout.write(`${fixed(built.applySeconds, 1)} s\n`);
+  await measureRange(
+    range,
+    options,
+    built,
+    { transfers, notifications: undefined },
+    undefined,
+    `range: blocks ${from}-${to} of chain ${chainId}, ${grouped(transfers)} transfers; ` +
+      "the follower's seconds are from its start to the last block committed",
+    () => '',
+  );
+}
+
+/**
+ * --serve-chain: the bench's chain on anvil, served until interrupted, and the addresses its
+ * transfers are sent to written to `file`: a chain to give the --rpc mode, or another indexer.
+ */
+async function serveChain(options: Options, file: string): Promise<void> {
+  process.stdout.write('  building the chain on anvil...\n');
+  const chain = await buildChain(options);
+  fs.writeFileSync(file, `${chain.hitAddresses.join('\n')}\n`);
   process.stdout.write(
     [
-      '',
-      `chain: ${options.blocks} blocks, ${grouped(transfers)} transfers (${grouped(chain.native)} native, ` +
-        `${grouped(chain.erc20)} ERC-20 in batches of ${BATCH}) in ${grouped(chain.transactions)} transactions; ` +
-        `${grouped(notifications)} transfers to watched addresses (hit rate ${options.hitRate})`,
-      formatRows([reference, pipelined, extract, ...results.map((r) => r.row)], reference, pipelined),
-      `reference: mean of the raw fetch before (${fixed(before.seconds, 2)} s) and after (${fixed(after.seconds, 2)} s) ` +
-        `the follower runs, spread ${(spread * 100).toFixed(0)}%` +
-        `${spread > 0.15 ? ': the machine was busy, treat the ratios as rough' : ''}`,
-      `matcher: ${grouped(built.addresses)} watched addresses (plus ${HIT_POOL} subscribed per backend) indexed in ` +
-        `${fixed(built.applySeconds, 2)} s; heap +${fixed(built.heapBytes / MB, 0)} MB ` +
-        `(${Math.round(built.heapBytes / Math.max(1, built.addresses))} bytes/address), rss +${fixed(built.rssBytes / MB, 0)} MB; ` +
-        `${grouped(lookups.perSecond)} lookups/s alone (2 per transfer)`,
-      ...results.flatMap((r) => r.notes),
-      "ratios: a reference's seconds over the pass seconds (1 = as fast as merely fetching that way).",
-      'cpu: percent of one core over the pass: this process (viem, matcher, follower, PGlite), anvil, and',
-      'all postgres processes of this host (other users of that server count too).',
+      `  chain: blocks ${chain.first}-${chain.last} at ${chain.rpcUrl}, ${grouped(chain.transactions)} transactions; ` +
+        `${chain.hitAddresses.length} watched addresses written to ${file}`,
+      '  follow it (in another shell) with:',
+      `    npm run bench:ingest -- --rpc ${chain.rpcUrl} --from ${chain.first} --to ${chain.last} --watch ${file}`,
+      '  serving until interrupted (Ctrl-C)',
       '',
     ].join('\n'),
   );
-  process.stdout.write(`${(await bitcoinPass(options)).join('\n')}\n`);
-  process.stdout.write(`${(await algorandPass(options)).join('\n')}\n`);
-  process.stdout.write(`${(await solanaPass(options)).join('\n')}\n\n`);
+  await new Promise<never>(() => setInterval(() => {}, 60_000));
+}
+
+async function main(): Promise<void> {
+  const options = readOptions();
+  process.stdout.write(
+    `bench:ingest: ${options.followed ? `blocks ${options.followed.from}-${options.followed.to} of a node` : `${options.blocks} blocks of ${options.transfersPerBlock} transfers`}, ` +
+      `${grouped(options.watched)} watched addresses, hit rate ${options.hitRate}; ` +
+      `${options.backends.join(' and ')}${options.databaseUrl && options.backends.includes('postgres') ? ` (${redact(options.databaseUrl)})` : ''}; ` +
+      `${machineLine()}\n`,
+  );
+
+  if (options.serveChain) return serveChain(options, options.serveChain);
+  if (options.followed) return rangePass(options, options.followed);
+  if (options.passes.includes('evm')) await evmPass(options);
+  if (options.passes.includes('bitcoin'))
+    process.stdout.write(`${(await bitcoinPass(options)).join('\n')}\n`);
+  if (options.passes.includes('algorand'))
+    process.stdout.write(`${(await algorandPass(options)).join('\n')}\n`);
+  if (options.passes.includes('solana')) process.stdout.write(`${(await solanaPass(options)).join('\n')}\n`);
+  process.stdout.write('\n');
 }
 
 runMain('bench:ingest', main); // cleans up: stops anvil, removes temp dirs, drops the database

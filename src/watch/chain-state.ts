@@ -1,4 +1,4 @@
-import { and, eq, gt, lt } from 'drizzle-orm';
+import { and, eq, gt, lt, sql } from 'drizzle-orm';
 import type { Db } from '../store/db.js';
 import { chainCursors, chainHeaders } from './schema.js';
 
@@ -61,22 +61,33 @@ export function chainState(db: Db, network: string) {
     },
 
     /** Within the caller's transaction: the block is processed; the cursor moves onto it. */
-    async advance(tx: Db, block: Header): Promise<void> {
-      const { height, hash, parentHash } = block;
+    advance(tx: Db, block: Header): Promise<void> {
+      return this.advanceThrough(tx, [block]);
+    },
+
+    /**
+     * Within the caller's transaction: consecutive blocks are processed; the cursor moves onto the
+     * last. Their headers are written in one statement, the cursor once.
+     */
+    async advanceThrough(tx: Db, blocks: readonly Header[]): Promise<void> {
+      const last = blocks[blocks.length - 1];
+      if (!last) return;
       await tx
         .insert(chainHeaders)
-        .values({ network, height, hash, parentHash })
+        .values(blocks.map(({ height, hash, parentHash }) => ({ network, height, hash, parentHash })))
         .onConflictDoUpdate({
           target: [chainHeaders.network, chainHeaders.height],
-          set: { hash, parentHash },
+          set: { hash: sql`excluded.hash`, parentHash: sql`excluded.parent_hash` },
         });
-      // Old headers are pruned now and then, not on every block.
-      if (height % 32 === 0) {
-        await tx.delete(chainHeaders).where(and(ofNetwork, lt(chainHeaders.height, height - KEPT_HEADERS)));
+      // Old headers are pruned now and then (when the blocks pass a multiple of 32), not on every block.
+      if (Math.floor(last.height / 32) > Math.floor((blocks[0]!.height - 1) / 32)) {
+        await tx
+          .delete(chainHeaders)
+          .where(and(ofNetwork, lt(chainHeaders.height, last.height - KEPT_HEADERS)));
       }
       await tx
         .update(chainCursors)
-        .set({ height, hash, updatedAt: new Date() })
+        .set({ height: last.height, hash: last.hash, updatedAt: new Date() })
         .where(eq(chainCursors.network, network));
     },
 

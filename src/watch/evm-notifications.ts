@@ -1,4 +1,5 @@
 import { formatUnits, getAddress } from 'viem';
+import { checksummedTransfer } from '../chains/evm/activity.js';
 import type { EvmBlockActivity, EvmTransfer, TokenInfo } from '../chains/evm/types.js';
 import type { Network } from '../chains/networks.js';
 import type { WatchedSubscription } from '../subscriptions/events.js';
@@ -77,20 +78,21 @@ export interface EvmMatcherDeps {
 /**
  * Turns an EVM block's transfers into notifications: one per transfer and subscription watching
  * its sender or its recipient (a transfer to oneself is one), token decimals read once per token.
+ * The index matches addresses in any case; only a matched transfer is checksummed for its body,
+ * most transfers of a block matching nothing.
  */
 export function evmMatcher({ network, index, tokens }: EvmMatcherDeps): BlockMatcher<EvmBlockActivity> {
   return async (block) => {
     const matches: BlockMatch[] = [];
-    for (const transfer of block.activity.transfers) {
-      const watchers = [
-        ...index.lookup(network.name, transfer.from),
-        ...index.lookup(network.name, transfer.to),
-      ];
-      if (watchers.length === 0) continue;
+    for (const found of block.activity.transfers) {
+      const bySender = index.lookup(network.name, found.from);
+      const byRecipient = index.lookup(network.name, found.to);
+      if (bySender.length === 0 && byRecipient.length === 0) continue;
+      const transfer = checksummedTransfer(found);
       const decimals =
         transfer.kind === 'erc20' && transfer.token ? (await tokens.get(transfer.token)).decimals : 0;
       const seen = new Set<string>();
-      for (const subscription of watchers) {
+      for (const subscription of [...bySender, ...byRecipient]) {
         if (seen.has(subscription.id)) continue;
         seen.add(subscription.id);
         // The other side of the transfer from the watched one (none for a transfer to oneself).

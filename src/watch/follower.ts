@@ -11,6 +11,9 @@ import { createReadAhead } from './read-ahead.js';
 import { createReleaser } from './release.js';
 import { announcedIn, applyDiff, blockDedupeKey, diffBranches } from './reorg.js';
 
+/** Most blocks written in one transaction while catching up (as many as are read ahead). */
+const MAX_BLOCKS_PER_COMMIT = 8;
+
 /** A transfer in a block that a subscription watches: what a family's matcher finds. */
 export interface BlockMatch {
   subscription: WatchedSubscription;
@@ -117,15 +120,23 @@ export function createFollower<Activity>(deps: FollowerDeps<Activity>) {
     releaser.held(items.filter((n) => n.state === 'held').map((n) => n.releaseHeight!));
   }
 
-  async function commit(block: ChainBlock<Activity>, head: number): Promise<void> {
-    const items = await notificationsOf(block, head);
+  /**
+   * Consecutive blocks (one, unless more had already been read) in one transaction: their
+   * notifications, their headers and the cursor, so a block costs a share of one commit.
+   */
+  async function commit(blocks: ChainBlock<Activity>[], head: number): Promise<void> {
+    const items: NewNotification[] = [];
+    for (const block of blocks) items.push(...(await notificationsOf(block, head)));
     await db.transaction(async (tx) => {
       await enqueueNotifications(tx, items);
       noteHeld(items);
-      await state.advance(tx, block);
+      await state.advanceThrough(tx, blocks);
       await releaser.release(tx, head);
     });
-    if (items.length > 0) log.debug({ block: block.height, notifications: items.length }, 'block processed');
+    if (items.length > 0) {
+      const through = blocks[blocks.length - 1]!.height;
+      log.debug({ block: blocks[0]!.height, through, notifications: items.length }, 'blocks processed');
+    }
   }
 
   /** Walks back from the cursor to the highest block the node still has, by hash. */
@@ -235,8 +246,18 @@ export function createFollower<Activity>(deps: FollowerDeps<Activity>) {
           at = await reorganise(at, head);
           continue;
         }
-        await commit(block, head);
-        at = { height: block.height, hash: block.hash };
+        // Blocks read ahead and already there that continue it are written with it; none is
+        // waited for, so a block is never held back for the next one.
+        const blocks = [block];
+        for (let last = block; blocks.length < MAX_BLOCKS_PER_COMMIT && last.height < head; ) {
+          const next = ahead.arrived(last.height + 1);
+          if (!next || next.parentHash !== last.hash) break;
+          blocks.push((await ahead.next(next.height, head))!);
+          last = next;
+        }
+        await commit(blocks, head);
+        const last = blocks[blocks.length - 1]!;
+        at = { height: last.height, hash: last.hash };
         status.height = at.height;
       }
     } finally {

@@ -4,13 +4,14 @@
  */
 import {
   BaseError,
+  BlockNotFoundError,
   decodeAbiParameters,
   formatUnits,
   getAddress,
   type Hex,
   hexToString,
   type PublicClient,
-  type TransactionReceipt,
+  TransactionReceiptNotFoundError,
   toEventSelector,
   toFunctionSelector,
 } from 'viem';
@@ -48,100 +49,183 @@ export interface ActivityReceipt {
   logs: readonly ActivityLog[];
 }
 
+/**
+ * A block as `eth_getBlockByNumber(n, true)` answers it, JSON-parsed and not formatted: the fields
+ * extraction reads, quantities still hex. Reading these directly spares viem's formatting of every
+ * field of every transaction, receipt and log.
+ */
+export interface RpcBlock {
+  number: Hex | null;
+  hash: Hex | null;
+  parentHash: Hex;
+  timestamp: Hex;
+  transactions: readonly RpcTransaction[];
+}
+
+export interface RpcTransaction {
+  hash: Hex;
+  from: Hex;
+  to?: Hex | null;
+  value: Hex;
+}
+
+export interface RpcLog {
+  address: Hex;
+  topics: readonly Hex[];
+  data: Hex;
+  logIndex: Hex;
+}
+
+/** A receipt as `eth_getBlockReceipts` or `eth_getTransactionReceipt` answers it. */
+export interface RpcReceipt {
+  transactionHash: Hex;
+  transactionIndex: Hex;
+  blockHash: Hex;
+  /** 0x1 success, 0x0 reverted; absent before Byzantium (a state root instead): not known to succeed. */
+  status?: Hex | null;
+  contractAddress?: Hex | null;
+  logs: readonly RpcLog[];
+}
+
 const WORD_HEX = 64;
 
-/** The address in the low 20 bytes of an indexed topic; undefined if the topic is malformed. */
+/** The address in the low 20 bytes of an indexed topic, lower case; undefined if the topic is malformed. */
 function topicAddress(topic: Hex | undefined): Hex | undefined {
   if (topic === undefined || topic.length !== 2 + WORD_HEX) return undefined;
-  return getAddress(`0x${topic.slice(26)}`);
+  return `0x${topic.slice(26).toLowerCase()}`;
 }
 
 function word(data: Hex, index: number): bigint {
   return BigInt(`0x${data.slice(2 + index * WORD_HEX, 2 + (index + 1) * WORD_HEX)}`);
 }
 
-function logTransfers(log: ActivityLog, txHash: Hex, txIndex: number): EvmTransfer[] {
+const lower = (address: Hex): Hex => address.toLowerCase() as Hex;
+
+function logTransfers(log: RpcLog, txHash: Hex, txIndex: number, out: EvmTransfer[]): void {
   const [topic0, t1, t2, t3] = log.topics;
-  const base = { txHash, txIndex, logIndex: log.logIndex, batchIndex: 0, token: getAddress(log.address) };
+  if (topic0 !== TRANSFER_TOPIC && topic0 !== TRANSFER_SINGLE_TOPIC && topic0 !== TRANSFER_BATCH_TOPIC)
+    return;
+  const logIndex = Number(log.logIndex);
+  const token = lower(log.address);
   const dataHex = log.data.length - 2;
 
   if (topic0 === TRANSFER_TOPIC) {
     const from = topicAddress(t1);
     const to = topicAddress(t2);
-    if (!from || !to) return [];
+    if (!from || !to) return;
     // ERC-20: Transfer(address indexed, address indexed, uint256): the amount is the data's first
     // word. Words after it are ignored, as ABI decoders (viem's decodeEventLog) do: some tokens
     // emit more.
     if (log.topics.length === 3 && dataHex >= WORD_HEX) {
-      return [{ ...base, kind: 'erc20', from, to, value: word(log.data, 0), tokenId: null }];
+      out.push({
+        txHash,
+        txIndex,
+        logIndex,
+        batchIndex: 0,
+        kind: 'erc20',
+        token,
+        from,
+        to,
+        value: word(log.data, 0),
+        tokenId: null,
+      });
+      return;
     }
     // ERC-721: the token id is indexed too; any data is ignored.
     if (log.topics.length === 4 && t3?.length === 2 + WORD_HEX) {
-      return [{ ...base, kind: 'erc721', from, to, value: 1n, tokenId: BigInt(t3) }];
+      out.push({
+        txHash,
+        txIndex,
+        logIndex,
+        batchIndex: 0,
+        kind: 'erc721',
+        token,
+        from,
+        to,
+        value: 1n,
+        tokenId: BigInt(t3),
+      });
     }
-    return [];
+    return;
   }
 
+  // TransferSingle and TransferBatch(operator indexed, from indexed, to indexed, ...).
+  const from = topicAddress(t2);
+  const to = topicAddress(t3);
+  if (!from || !to || log.topics.length !== 4) return;
   if (topic0 === TRANSFER_SINGLE_TOPIC) {
-    // TransferSingle(operator indexed, from indexed, to indexed, id, value): the data's first two
-    // words; any after them are ignored, as for Transfer.
-    const from = topicAddress(t2);
-    const to = topicAddress(t3);
-    if (!from || !to || log.topics.length !== 4 || dataHex < 2 * WORD_HEX) return [];
-    return [{ ...base, kind: 'erc1155', from, to, value: word(log.data, 1), tokenId: word(log.data, 0) }];
+    // TransferSingle(..., id, value): the data's first two words; any after them are ignored, as
+    // for Transfer.
+    if (dataHex < 2 * WORD_HEX) return;
+    out.push({
+      txHash,
+      txIndex,
+      logIndex,
+      batchIndex: 0,
+      kind: 'erc1155',
+      token,
+      from,
+      to,
+      value: word(log.data, 1),
+      tokenId: word(log.data, 0),
+    });
+    return;
   }
-
-  if (topic0 === TRANSFER_BATCH_TOPIC) {
-    // TransferBatch(operator indexed, from indexed, to indexed, ids[], values[]): one per id. The
-    // arrays are found through their offsets, so trailing data is ignored here too.
-    const from = topicAddress(t2);
-    const to = topicAddress(t3);
-    if (!from || !to || log.topics.length !== 4) return [];
-    let ids: readonly bigint[];
-    let values: readonly bigint[];
-    try {
-      [ids, values] = decodeAbiParameters([{ type: 'uint256[]' }, { type: 'uint256[]' }], log.data);
-    } catch {
-      return [];
-    }
-    if (ids.length !== values.length) return [];
-    return ids.map((tokenId, batchIndex) => ({
-      ...base,
+  // TransferBatch(..., ids[], values[]): one per id. The arrays are found through their offsets,
+  // so trailing data is ignored here too.
+  let ids: readonly bigint[];
+  let values: readonly bigint[];
+  try {
+    [ids, values] = decodeAbiParameters([{ type: 'uint256[]' }, { type: 'uint256[]' }], log.data);
+  } catch {
+    return;
+  }
+  if (ids.length !== values.length) return;
+  ids.forEach((tokenId, batchIndex) => {
+    out.push({
+      txHash,
+      txIndex,
+      logIndex,
       batchIndex,
-      kind: 'erc1155' as const,
+      kind: 'erc1155',
+      token,
       from,
       to,
       value: values[batchIndex]!,
       tokenId,
-    }));
-  }
-
-  return [];
+    });
+  });
 }
 
+const byIndex = (a: { index: number }, b: { index: number }) => a.index - b.index;
+
 /**
- * The transfers of a block, from its transactions and their receipts: native value of successful
- * transactions (the created contract as recipient of a creation), and the token transfer events
- * they emitted. Reverted transactions contribute nothing. Ordered by transaction, native first,
- * then by log and position in a batch. Addresses are EIP-55 checksummed.
+ * The transfers of a block from its JSON-RPC answers, addresses in lower case: native value of
+ * successful transactions (the created contract as recipient of a creation), and the token transfer
+ * events they emitted. Reverted transactions contribute nothing. Ordered by transaction, native
+ * first, then by log and position in a batch. Only the fields needed are decoded, and no address
+ * is checksummed: the follower checksums the few transfers that match (see checksummedTransfer).
  */
-export function extractTransfers(
-  block: { transactions: readonly ActivityTransaction[] },
-  receipts: readonly ActivityReceipt[],
+export function rpcTransfers(
+  block: { transactions: readonly RpcTransaction[] },
+  receipts: readonly RpcReceipt[],
 ): EvmTransfer[] {
-  const byHash = new Map<Hex, ActivityTransaction>();
+  const byHash = new Map<Hex, RpcTransaction>();
   for (const tx of block.transactions) byHash.set(tx.hash, tx);
-  const ordered = [...receipts].sort((a, b) => a.transactionIndex - b.transactionIndex);
+  // Nodes answer in order; sorted anyway, as the one-by-one reads and any node may not.
+  const ordered = receipts
+    .map((receipt) => ({ receipt, index: Number(receipt.transactionIndex) }))
+    .sort(byIndex);
 
   const transfers: EvmTransfer[] = [];
-  for (const receipt of ordered) {
-    if (receipt.status !== 'success') continue;
+  for (const { receipt, index: txIndex } of ordered) {
+    if (receipt.status !== '0x1') continue;
     const tx = byHash.get(receipt.transactionHash);
     if (!tx) throw new Error(`receipt of ${receipt.transactionHash} has no transaction in the block`);
     const txHash = receipt.transactionHash;
-    const txIndex = receipt.transactionIndex;
-    const recipient = tx.to ?? receipt.contractAddress ?? null;
-    if (tx.value > 0n && recipient) {
+    const recipient = tx.to || receipt.contractAddress || null;
+    const value = BigInt(tx.value);
+    if (value > 0n && recipient) {
       transfers.push({
         txHash,
         txIndex,
@@ -149,16 +233,51 @@ export function extractTransfers(
         batchIndex: 0,
         kind: 'native',
         token: null,
-        from: getAddress(tx.from),
-        to: getAddress(recipient),
-        value: tx.value,
+        from: lower(tx.from),
+        to: lower(recipient),
+        value,
         tokenId: null,
       });
     }
-    const logs = [...receipt.logs].sort((a, b) => a.logIndex - b.logIndex);
-    for (const log of logs) transfers.push(...logTransfers(log, txHash, txIndex));
+    const logs =
+      receipt.logs.length < 2
+        ? receipt.logs.map((log) => ({ log, index: 0 }))
+        : receipt.logs.map((log) => ({ log, index: Number(log.logIndex) })).sort(byIndex);
+    for (const { log } of logs) logTransfers(log, txHash, txIndex, transfers);
   }
   return transfers;
+}
+
+/** A transfer with its addresses EIP-55 checksummed, as notifications show them. */
+export function checksummedTransfer(transfer: EvmTransfer): EvmTransfer {
+  return {
+    ...transfer,
+    token: transfer.token === null ? null : getAddress(transfer.token),
+    from: getAddress(transfer.from),
+    to: getAddress(transfer.to),
+  };
+}
+
+const hex = (n: number | bigint): Hex => `0x${n.toString(16)}`;
+
+/**
+ * The transfers of a block from viem's formatted transactions and receipts (see rpcTransfers),
+ * addresses EIP-55 checksummed.
+ */
+export function extractTransfers(
+  block: { transactions: readonly ActivityTransaction[] },
+  receipts: readonly ActivityReceipt[],
+): EvmTransfer[] {
+  const transactions = block.transactions.map((tx) => ({ ...tx, value: hex(tx.value) }));
+  const raw = receipts.map((r) => ({
+    transactionHash: r.transactionHash,
+    transactionIndex: hex(r.transactionIndex),
+    blockHash: '0x' as Hex,
+    status: r.status === 'success' ? ('0x1' as const) : ('0x0' as const),
+    contractAddress: r.contractAddress ?? null,
+    logs: r.logs.map((log) => ({ ...log, logIndex: hex(log.logIndex) })),
+  }));
+  return rpcTransfers({ transactions }, raw).map(checksummedTransfer);
 }
 
 // Clients (nodes) known not to serve eth_getBlockReceipts: asked once, then receipts one by one.
@@ -189,16 +308,21 @@ async function receiptsOneByOne(
   client: PublicClient,
   hashes: readonly Hex[],
   blockHash: Hex,
-): Promise<TransactionReceipt[]> {
-  const receipts = new Array<TransactionReceipt>(hashes.length);
+): Promise<RpcReceipt[]> {
+  const receipts = new Array<RpcReceipt>(hashes.length);
   let next = 0;
   const worker = async () => {
     while (next < hashes.length) {
       const i = next++;
-      const receipt = await client.getTransactionReceipt({ hash: hashes[i]! });
+      const hash = hashes[i]!;
+      const receipt = (await client.request({
+        method: 'eth_getTransactionReceipt',
+        params: [hash],
+      })) as RpcReceipt | null;
+      if (!receipt) throw new TransactionReceiptNotFoundError({ hash });
       if (receipt.blockHash !== blockHash) {
         throw new Error(
-          `receipt of ${hashes[i]} is in block ${receipt.blockHash}, not ${blockHash}: the chain reorganised while reading`,
+          `receipt of ${hash} is in block ${receipt.blockHash}, not ${blockHash}: the chain reorganised while reading`,
         );
       }
       receipts[i] = receipt;
@@ -208,18 +332,33 @@ async function receiptsOneByOne(
   return receipts;
 }
 
+/**
+ * The block's receipts: `asked` is eth_getBlockReceipts already sent by the block's number (its
+ * answer is checked to be this block's, by hash), else it is asked by hash; on nodes without the
+ * method, one eth_getTransactionReceipt per transaction.
+ */
 async function blockReceipts(
   client: PublicClient,
   blockHash: Hex,
   hashes: readonly Hex[],
-): Promise<TransactionReceipt[]> {
-  if (hashes.length === 0) return [];
+  asked?: Promise<unknown>,
+): Promise<RpcReceipt[]> {
+  if (hashes.length === 0) {
+    // Not needed, but it says whether the node has the method, so that it is asked only once.
+    await asked?.catch((err: unknown) => {
+      if (isMethodUnavailable(err)) withoutBlockReceipts.add(client);
+    });
+    return [];
+  }
   if (!withoutBlockReceipts.has(client)) {
     try {
-      const receipts = await client.getBlockReceipts({ blockHash });
+      const receipts = ((await (asked ??
+        client.request({ method: 'eth_getBlockReceipts', params: [blockHash] }))) ?? []) as RpcReceipt[];
       for (const receipt of receipts) {
         if (receipt.blockHash !== blockHash) {
-          throw new Error(`eth_getBlockReceipts(${blockHash}) answered receipts of ${receipt.blockHash}`);
+          throw new Error(
+            `eth_getBlockReceipts answered receipts of ${receipt.blockHash} for block ${blockHash}: the chain changed while reading`,
+          );
         }
       }
       if (receipts.length !== hashes.length) {
@@ -237,25 +376,45 @@ async function blockReceipts(
 }
 
 /**
- * Reads one block with its transactions and receipts (`eth_getBlockReceipts` by block hash, or
- * one `eth_getTransactionReceipt` per transaction on nodes without it) and extracts its transfers.
- * Throws if the chain changes under the reads (receipts of another block).
+ * Reads one block with its transactions and receipts (`eth_getBlockReceipts`, or one
+ * `eth_getTransactionReceipt` per transaction on nodes without it) as raw JSON-RPC answers and
+ * extracts its transfers, addresses in lower case (rpcTransfers): what the follower reads. Throws
+ * BlockNotFoundError for a block the node does not have, and if the chain changes under the reads
+ * (receipts of another block).
  */
-export async function fetchBlockActivity(client: PublicClient, number: bigint): Promise<EvmBlockActivity> {
-  const block = await client.getBlock({ blockNumber: number, includeTransactions: true });
+export async function readBlockActivity(client: PublicClient, number: bigint): Promise<EvmBlockActivity> {
+  // The block and its receipts asked at once, both by number: one round trip per block, not two.
+  // The receipts carry their block's hash, checked against the block's: a block replaced between
+  // the two answers fails the read, as a reorganisation while reading always did.
+  const asked = withoutBlockReceipts.has(client)
+    ? undefined
+    : client.request({ method: 'eth_getBlockReceipts', params: [hex(number)] });
+  asked?.catch(() => {}); // awaited below, unless the block is missing
+  const block = (await client.request({
+    method: 'eth_getBlockByNumber',
+    params: [hex(number), true],
+  })) as RpcBlock | null;
+  if (!block) throw new BlockNotFoundError({ blockNumber: number });
   if (block.hash === null || block.number === null) throw new Error(`block ${number} is still pending`);
   const receipts = await blockReceipts(
     client,
     block.hash,
     block.transactions.map((tx) => tx.hash),
+    asked,
   );
   return {
-    number: block.number,
+    number: BigInt(block.number),
     hash: block.hash,
     parentHash: block.parentHash,
-    timestamp: block.timestamp,
-    transfers: extractTransfers(block, receipts),
+    timestamp: BigInt(block.timestamp),
+    transfers: rpcTransfers(block, receipts),
   };
+}
+
+/** readBlockActivity with every address EIP-55 checksummed. */
+export async function fetchBlockActivity(client: PublicClient, number: bigint): Promise<EvmBlockActivity> {
+  const activity = await readBlockActivity(client, number);
+  return { ...activity, transfers: activity.transfers.map(checksummedTransfer) };
 }
 
 export interface TokenInfoCache {

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { BlockNotFoundError, type PublicClient } from 'viem';
 import type { BlockSource } from '../source.js';
-import { fetchBlockActivity } from './activity.js';
+import { readBlockActivity } from './activity.js';
 import { subscribeToHeads } from './heads.js';
 import type { EvmBlockActivity } from './types.js';
 
@@ -19,12 +19,13 @@ async function unlessMissing<T>(read: Promise<T>): Promise<T | undefined> {
 
 /**
  * An EVM network as a block source: the latest block's header for the tip (its hash shows a tip
- * replaced at the same height), each block with its receipts as transfers, and with a WebSocket
- * endpoint its `newHeads` as announcements.
+ * replaced at the same height), each block with its receipts as transfers (addresses in lower
+ * case: the matcher checksums those it notifies), and with a WebSocket endpoint its `newHeads` as
+ * announcements.
  */
 export function evmSource(
   client: PublicClient,
-  fetchActivity: FetchEvmActivity = fetchBlockActivity,
+  fetchActivity: FetchEvmActivity = readBlockActivity,
   heads?: { wsUrl: string; logger: Logger },
 ): BlockSource<EvmBlockActivity> {
   return {

@@ -9,11 +9,14 @@ export interface EvmTransfer {
   /** Position in an ERC-1155 TransferBatch (0 otherwise): one notification per token id. */
   batchIndex: number;
   kind: 'native' | 'erc20' | 'erc721' | 'erc1155';
-  /** Token contract (EIP-55), null for native. */
+  /**
+   * Token contract, null for native. Addresses are in lower case as the follower's source reads
+   * them (readBlockActivity), EIP-55 checksummed where shown (checksummedTransfer,
+   * fetchBlockActivity): compare them case-insensitively.
+   */
   token: Hex | null;
-  /** EIP-55 checksummed. */
   from: Hex;
-  /** EIP-55 checksummed; the created contract for a contract creation carrying value. */
+  /** The created contract for a contract creation carrying value. */
   to: Hex;
   /** Raw units: wei, token base units, 1 for ERC-721, the count for ERC-1155. */
   value: bigint;
