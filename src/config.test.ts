@@ -113,14 +113,14 @@ describe('risk providers in the configuration', () => {
 });
 
 describe('the token cache and the embedded database thread', () => {
-  test('defaults: principals cached for 1 s, PGlite on the event loop', () => {
+  test('defaults: principals cached for 1 s, PGlite on a worker thread', () => {
     const config = loadConfig({});
-    expect([config.authCacheTtlMs, config.pgliteWorker]).toEqual([1_000, false]);
+    expect([config.authCacheTtlMs, config.pgliteWorker]).toEqual([1_000, true]);
   });
 
   test('read as given', () => {
-    const config = loadConfig({ LEDGERHOOK_AUTH_CACHE_TTL: '0s', LEDGERHOOK_PGLITE_WORKER: 'on' });
-    expect([config.authCacheTtlMs, config.pgliteWorker]).toEqual([0, true]);
+    const config = loadConfig({ LEDGERHOOK_AUTH_CACHE_TTL: '0s', LEDGERHOOK_PGLITE_WORKER: 'off' });
+    expect([config.authCacheTtlMs, config.pgliteWorker]).toEqual([0, false]);
   });
 
   test.each([

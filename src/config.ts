@@ -293,7 +293,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     host,
     dataDir: readDataDir(env, cwd),
     databaseUrl: readDatabaseUrl(env),
-    pgliteWorker: readOnOff(env, 'LEDGERHOOK_PGLITE_WORKER', false),
+    pgliteWorker: readOnOff(env, 'LEDGERHOOK_PGLITE_WORKER', true),
     logLevel,
     masterKey: masterKeyRaw && masterKeyRaw.trim() !== '' ? parseMasterKey(masterKeyRaw) : undefined,
     bodyLimit: readInt(env, 'LEDGERHOOK_BODY_LIMIT', 1024 * 1024, 1024, 64 * 1024 * 1024),

@@ -13,8 +13,8 @@ export const MAX_BATCH = 64;
 
 /**
  * Folders (if new: clients that only know create still work), registries and their leaves (as
- * `recordLeaf` writes them, anchored with the next batch) of `rows` creates, in one statement:
- * atomic on its own, so it needs no transaction. The foreign key from registry to folder is
+ * `recordLeaf` writes them, anchored with the next batch) of `rows` creates, in one statement.
+ * The foreign key from registry to folder is
  * checked at the end of the statement, when the folder is there; a folder named twice in the
  * batch is inserted once (ON CONFLICT DO NOTHING skips the second).
  */
@@ -63,11 +63,18 @@ export function createBatches(db: Db) {
       const batch = waiting.slice(0, MAX_BATCH);
       waiting = waiting.slice(batch.length);
       try {
-        await runStatement(
-          db,
-          statementFor(batch.length),
-          batch.flatMap((w) => w.row),
-        );
+        // In a transaction although the statement is atomic alone: a statement sent on its own
+        // commits when it reaches the server, even after we gave up on it (a network that held
+        // it and delivers it late), so a create answered 503 could still appear. Sent after
+        // BEGIN was answered, it is committed only by a COMMIT we send once it succeeded. Per
+        // batch, the two round trips are shared by all its creates.
+        await db.transaction(async (tx) => {
+          await runStatement(
+            tx,
+            statementFor(batch.length),
+            batch.flatMap((w) => w.row),
+          );
+        });
         for (const w of batch) w.resolve();
       } catch (err) {
         for (const w of batch) w.reject(err);

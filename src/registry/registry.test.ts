@@ -3,6 +3,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startTestApp, type TestApp } from '../../test/helpers/app.js';
 import { backends } from '../../test/helpers/env.js';
+import { waitFor } from '../../test/helpers/process.js';
 import { startReceiver } from '../../test/helpers/receiver.js';
 import { sampleRegistryBody as sampleBody } from '../../test/helpers/registry-body.js';
 import { snapshotDatabase } from '../../test/helpers/snapshot.js';
@@ -108,7 +109,16 @@ describe.each(backends)('registry API on %s', (backend) => {
       // A retry with the same Idempotency-Key returns the same (once-shown) secret, and sends nothing new.
       const replay = await t.request('POST', '/api/v1/registry/create', { body, headers });
       expect(replay.body).toEqual(created.body);
-      const log = await t.request('GET', `/api/v1/subscription/${data.subscription_id}/notifications`);
+      // The dispatcher records results in batches, a few milliseconds after the receiver answered.
+      const log = await waitFor(
+        async () => {
+          const r = await t.request('GET', `/api/v1/subscription/${data.subscription_id}/notifications`);
+          const [first] = (r.body as { data: { state: string }[] }).data;
+          return first?.state === 'pending' ? undefined : r;
+        },
+        'the delivery recorded',
+        5_000,
+      );
       expect(log.body).toMatchObject({
         data: [{ id: event.id, eventType: 'registry.created', state: 'delivered', attemptCount: 1 }],
       });
