@@ -9,8 +9,6 @@ import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import v8 from 'node:v8';
-import vm from 'node:vm';
 import { and, eq, isNotNull, isNull, sql } from 'drizzle-orm';
 import { v7 as uuidv7 } from 'uuid';
 import { type Db, openStore, type Store } from '../src/store/db.js';
@@ -25,6 +23,7 @@ import {
   databaseUrlOption,
   fixed,
   formatTable,
+  gc,
   grouped,
   machineLine,
   makeTempDir,
@@ -37,16 +36,6 @@ import {
 const NETWORK = 'ETH';
 const ACCOUNT_ID = '0190f5e8-7c4a-7000-8000-000000000001';
 const SELF = fileURLToPath(import.meta.url);
-
-let gcFunction: (() => void) | undefined;
-function gc(): void {
-  if (!gcFunction) {
-    v8.setFlagsFromString('--expose-gc');
-    gcFunction = vm.runInNewContext('gc') as () => void;
-  }
-  gcFunction();
-  gcFunction();
-}
 
 // ---------------------------------------------------------------------------------------------
 // The reference: the index as it was before issue 13, a Map per network of address strings to

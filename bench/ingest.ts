@@ -12,8 +12,6 @@ import inspector from 'node:inspector';
 import path from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import v8 from 'node:v8';
-import vm from 'node:vm';
 import { sql } from 'drizzle-orm';
 import pino from 'pino';
 import { v7 as uuidv7 } from 'uuid';
@@ -45,6 +43,7 @@ import {
   databaseUrlOption,
   fixed,
   formatTable,
+  gc,
   grouped,
   isLoopback,
   jsonRpc,
@@ -516,17 +515,6 @@ async function fetchAndExtract(
 
 // ---------------------------------------------------------------------------------------------
 // The matcher's index
-
-let gcFunction: (() => void) | undefined;
-/** A full garbage collection, so heap figures before and after mean what is retained. */
-function gc(): void {
-  if (!gcFunction) {
-    v8.setFlagsFromString('--expose-gc');
-    gcFunction = vm.runInNewContext('gc') as () => void;
-  }
-  gcFunction();
-  gcFunction();
-}
 
 /**
  * `count` random addresses in mixed case, as flat strings, like the EIP-55 forms the API stores (the

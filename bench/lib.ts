@@ -9,6 +9,8 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import pg from 'pg';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -526,4 +528,15 @@ export async function followUntil(
   } finally {
     await follower.stop();
   }
+}
+
+let gcFunction: (() => void) | undefined;
+/** A full garbage collection (without --expose-gc), so heap figures before and after mean what is retained. */
+export function gc(): void {
+  if (!gcFunction) {
+    v8.setFlagsFromString('--expose-gc');
+    gcFunction = vm.runInNewContext('gc') as () => void;
+  }
+  gcFunction();
+  gcFunction();
 }
