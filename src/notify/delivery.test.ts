@@ -49,9 +49,13 @@ interface SubscriptionView {
   disabledAt: string | null;
 }
 
+let subscribed = 0;
 async function subscribe(t: TestApp, url: string, extra: Record<string, unknown> = {}): Promise<Created> {
+  // A receiver may get the port of one closed earlier in the file, whose subscription (same
+  // address, same URL) would make this one a duplicate: each URL is made unique.
+  const unique = `${url}?subscription=${++subscribed}`;
   const res = await t.request('POST', '/api/v1/subscription', {
-    body: { type: 'ADDRESS_TRANSACTION', attr: { address: ADDRESS, chain: 'ETH', url }, ...extra },
+    body: { type: 'ADDRESS_TRANSACTION', attr: { address: ADDRESS, chain: 'ETH', url: unique }, ...extra },
   });
   expect(res.status, res.text).toBe(201);
   const created = res.body as Created;
