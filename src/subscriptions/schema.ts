@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { boolean, index, integer, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 import { accounts } from '../accounts/schema.js';
 import type { Sealed } from '../secrets/envelope.js';
 
@@ -48,5 +48,27 @@ export const subscriptions = pgTable(
   (t) => [
     index('subscriptions_account_idx').on(t.accountId, t.id),
     index('subscriptions_watch_idx').on(t.network, t.address).where(sql`deleted_at IS NULL`),
+  ],
+);
+
+/**
+ * The addresses an ADDRESS_TRANSACTION subscription watches, one row each (a subscription may
+ * watch many of its network). `network` repeats the subscription's so the watchers' index loads
+ * and a lookup of who watches an address read this table alone.
+ */
+export const subscriptionAddresses = pgTable(
+  'subscription_addresses',
+  {
+    subscriptionId: uuid('subscription_id')
+      .notNull()
+      .references(() => subscriptions.id, { onDelete: 'cascade' }),
+    network: text('network').notNull(),
+    /** As stored (normalised per family). */
+    address: text('address').notNull(),
+    createdAt: at('created_at').notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.subscriptionId, t.address] }),
+    index('subscription_addresses_watch_idx').on(t.network, t.address),
   ],
 );

@@ -13,7 +13,7 @@ import { newWebhookSecret } from '../notify/signing.js';
 import type { Envelope } from '../secrets/envelope.js';
 import type { Db } from '../store/db.js';
 import { SUBSCRIPTIONS_CHANNEL, type SubscriptionChange } from './events.js';
-import { type PreviousSecret, subscriptions } from './schema.js';
+import { type PreviousSecret, subscriptionAddresses, subscriptions } from './schema.js';
 
 export const ADDRESS_TRANSACTION = 'ADDRESS_TRANSACTION';
 export const REGISTRY_EVENTS = 'REGISTRY_EVENTS';
@@ -313,6 +313,12 @@ export function createSubscriptions(deps: {
           { ...watched, type: ADDRESS_TRANSACTION, url: input.attr.url, ack: input.ack ?? 'status' },
           input.callbackToken,
         );
+        await tx.insert(subscriptionAddresses).values({
+          subscriptionId: endpoint.id,
+          network: watched.network,
+          address: watched.address,
+          createdAt: now(),
+        });
         await announce(tx, { type: 'upsert', subscription: { id: endpoint.id, ...watched } });
         return endpoint;
       };
