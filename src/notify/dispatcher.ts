@@ -1,13 +1,13 @@
 import crypto from 'node:crypto';
-import { EventEmitter } from 'node:events';
 import os from 'node:os';
 import { sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
-import { type Dispatcher, request } from 'undici';
+import type { Dispatcher } from 'undici';
 import { v7 as uuidv7 } from 'uuid';
 import type { Envelope, Sealed } from '../secrets/envelope.js';
 import { createSleeper } from '../shared/sleeper.js';
 import type { Db, Store } from '../store/db.js';
+import { dispatchPost, type PostInFlight, postTarget } from './http-post.js';
 import { OUTBOX_CHANNEL } from './outbox.js';
 import { parseRetryAfter, type RetryPolicy } from './retry-policy.js';
 import { signWebhook, webhookKey } from './signing.js';
@@ -118,19 +118,6 @@ interface HttpResult {
   retryAfterMs?: number;
 }
 
-/**
- * What aborts one request: undici takes an EventEmitter with `aborted` and an 'abort' event as its
- * signal. An AbortController (an EventTarget) with its listener cost about 4 µs more per request.
- */
-class RequestAbort extends EventEmitter {
-  aborted = false;
-  abort(): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.emit('abort');
-  }
-}
-
 const rowsOf = <T>(result: unknown): T[] => (result as { rows: T[] }).rows;
 /** Binds a JS array as one PostgreSQL array parameter (drizzle would otherwise expand it into a list). */
 const list = (values: unknown[]) => sql.param(values);
@@ -208,7 +195,7 @@ export function createDispatcher(options: DispatcherOptions) {
   let lastMaintenance = 0;
   const completions: Completion[] = [];
   /** Requests in flight, aborted if they outlast the shutdown grace period. */
-  const live = new Set<RequestAbort>();
+  const live = new Set<PostInFlight>();
   let aborting = false;
   /** True from start until shutdown begins; nothing is claimed or sent once it is false. */
   let running = false;
@@ -287,55 +274,31 @@ export function createDispatcher(options: DispatcherOptions) {
     return jobs;
   }
 
-  /** Reads at most `maxResponseBytes` of the answer; the rest is not read. */
-  async function readCapped(body: Dispatcher.ResponseData['body'], declaredLength: number): Promise<string> {
-    if (declaredLength <= maxResponseBytes) return body.text();
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of body as AsyncIterable<Buffer>) {
-      const room = maxResponseBytes - size;
-      chunks.push(room < chunk.length ? chunk.subarray(0, room) : chunk);
-      size += Math.min(room, chunk.length);
-      if (size >= maxResponseBytes) break;
-    }
-    // A character cut in two at the limit is dropped (stream mode holds back an incomplete
-    // trailing sequence), so the kept text stays within the limit.
-    return new TextDecoder().decode(Buffer.concat(chunks), { stream: true });
-  }
-
   async function post(job: Job, headers: Record<string, string>): Promise<HttpResult> {
-    // One abort and a plain timer per request: AbortSignal.any/timeout cost measurably more.
-    const controller = new RequestAbort();
+    let request: PostInFlight;
+    try {
+      request = dispatchPost(httpDispatcher, postTarget(job.url), headers, job.body, maxResponseBytes);
+    } catch (err) {
+      return { statusCode: null, responseBody: null, error: errorText(err) };
+    }
+    // A plain timer per request: AbortSignal.any/timeout cost measurably more.
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
-      controller.abort();
+      request.abort(new Error('timed out'));
     }, requestTimeoutMs);
-    live.add(controller);
+    live.add(request);
     try {
-      const response = await request(job.url, {
-        method: 'POST',
-        headers,
-        body: job.body,
-        dispatcher: httpDispatcher,
-        // undici's request() never follows redirects (no redirect interceptor): a 3xx is a failed attempt.
-        signal: controller,
-      });
-      const declared = Number(response.headers['content-length'] ?? Number.POSITIVE_INFINITY);
-      const text = await readCapped(
-        response.body,
-        Number.isNaN(declared) ? Number.POSITIVE_INFINITY : declared,
-      );
+      const response = await request.done;
       const status = response.statusCode;
+      const text = response.body;
       return {
         statusCode: status,
         // PostgreSQL text cannot hold NUL characters.
         responseBody: text.includes('\u0000') ? text.replaceAll('\u0000', '') : text,
         error: null,
         retryAfterMs:
-          status === 429 || status === 503
-            ? parseRetryAfter(response.headers['retry-after'], now())
-            : undefined,
+          status === 429 || status === 503 ? parseRetryAfter(response.retryAfter, now()) : undefined,
       };
     } catch (err) {
       if (aborting) return { statusCode: null, responseBody: null, error: 'shutdown' };
@@ -344,7 +307,7 @@ export function createDispatcher(options: DispatcherOptions) {
       return { statusCode: null, responseBody: null, error: errorText(err) };
     } finally {
       clearTimeout(timer);
-      live.delete(controller);
+      live.delete(request);
     }
   }
 
@@ -673,7 +636,7 @@ export function createDispatcher(options: DispatcherOptions) {
         // The grace runs from now, whatever the loop is waiting for (a slow database included).
         const timer = setTimeout(() => {
           aborting = true;
-          for (const controller of live) controller.abort();
+          for (const request of live) request.abort(new Error('shutdown'));
         }, graceMs);
         await loopDone;
         await Promise.all([...inflight]);
