@@ -203,6 +203,38 @@ describe.each(backends)('registry API on %s', (backend) => {
     expect(leaves?.n).toBe(40);
   });
 
+  test("concurrent gets (read together) each answer their own registry; another account's is 404 in the same statement", async () => {
+    const tokenB = await t.tokenFor('read-together-b');
+    const create = async (token?: string) =>
+      (
+        (
+          await t.request('POST', '/api/v1/registry/create', {
+            ...(token ? { token } : {}),
+            body: sampleBody({ folder_id: 'read-together', title: `of ${token ? 'B' : 'A'}` }),
+          })
+        ).body as Created
+      ).data.id;
+    const ofA = await Promise.all(Array.from({ length: 10 }, () => create()));
+    const ofB = await Promise.all(Array.from({ length: 10 }, () => create(tokenB)));
+    // Each registry asked by its owner (in upper case for some) and by the other account, all at once.
+    const asks = [...ofA, ...ofB].flatMap((id, i) => {
+      const owner = i < 10 ? undefined : tokenB;
+      const other = i < 10 ? tokenB : undefined;
+      return [
+        { id, token: owner, expect: 200, path: i % 3 === 0 ? id.toUpperCase() : id },
+        { id, token: other, expect: 404, path: id },
+      ];
+    });
+    const answers = await Promise.all(
+      asks.map((a) => t.request('GET', `/api/v1/registry/${a.path}`, a.token ? { token: a.token } : {})),
+    );
+    expect(answers.map((a) => a.status)).toEqual(asks.map((a) => a.expect));
+    for (const [i, a] of asks.entries()) {
+      if (a.expect !== 200) continue;
+      expect(answers[i]!.body).toMatchObject({ data: { id: a.id, title: a.token ? 'of B' : 'of A' } });
+    }
+  });
+
   test('the list pages with a cursor, newest first, filtered by folder', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {

@@ -12,6 +12,7 @@ import { canonicalJson, type Idempotency } from '../idempotency/service.js';
 import { enqueueNotifications, newNotificationId } from '../notify/outbox.js';
 import { type Envelope, EnvelopeKeyMismatchError } from '../secrets/envelope.js';
 import type { Db } from '../store/db.js';
+import { createReadBatches } from '../store/read-batches.js';
 import { createBatches } from './create-batches.js';
 import { isHttpUrl, validateMetadata } from './metadata.js';
 import { folders, type MetadataItem, registries } from './schema.js';
@@ -147,12 +148,16 @@ export function createRegistries(deps: {
       .leftJoin(leafJoin.batches, leafJoin.batchOn);
   }
 
-  // The hot read, built once and prepared by name on each connection.
-  const selectOne = selectWithAnchor()
-    .where(
-      and(eq(registries.accountId, sql.placeholder('accountId')), eq(registries.id, sql.placeholder('id'))),
-    )
-    .prepare('registry_get');
+  // The hot read, built once and prepared by name on each connection, and shared by the gets that
+  // arrive while one is in flight (bench/README.md, bench:api): many ids, one statement.
+  const selectMany = selectWithAnchor()
+    .where(sql`${registries.id} = ANY(${sql.placeholder('ids')}::uuid[])`)
+    .prepare('registry_get_many');
+  const reads = createReadBatches({
+    read: (keys: { accountId: string; id: string }[]) => selectMany.execute({ ids: keys.map((k) => k.id) }),
+    // The account is compared here, not in SQL: a registry of another account is not found.
+    matches: (key, row) => row.registry.id === key.id && row.registry.accountId === key.accountId,
+  });
 
   function validate(input: CreateRegistryInput): void {
     const errors = validateMetadata(input.metadata);
@@ -431,7 +436,8 @@ export function createRegistries(deps: {
     },
 
     async get(accountId: string, id: string): Promise<RegistryView> {
-      const [row] = isUuid(id) ? await selectOne.execute({ accountId, id }) : [];
+      // PostgreSQL reads a UUID in any case and gives it back in lower case.
+      const row = isUuid(id) ? await reads.get({ accountId, id: id.toLowerCase() }) : undefined;
       if (!row) throw new NotFoundError(`No registry with id ${id}`);
       return toView(row.registry, row.anchor);
     },
