@@ -12,6 +12,13 @@ const COLUMNS = 14;
 export const MAX_BATCH = 64;
 
 /**
+ * Batches being written at once at most. Each waits most of its time on the WAL flush of its
+ * COMMIT; a second overlaps its round trips with the first's flush (PostgreSQL flushes commits
+ * that arrive together once), rather than one batch per flush.
+ */
+const MAX_IN_FLIGHT = 2;
+
+/**
  * Folders (if new: clients that only know create still work), registries and their leaves (as
  * `recordLeaf` writes them, anchored with the next batch) of `rows` creates, in one statement.
  * The foreign key from registry to folder is
@@ -40,8 +47,8 @@ VALUES ${values([1, 2, 13, 14, 0, 0, 0, 12])}`,
 }
 
 /**
- * Group commit of registry creates: a create finding no statement in flight is written at once;
- * those arriving meanwhile wait for it and are then written together, in one statement. Each
+ * Group commit of registry creates: a create finding fewer than MAX_IN_FLIGHT statements in flight is
+ * written at once; those arriving meanwhile wait and are then written together, in one statement. Each
  * create's promise settles with its statement: all of a batch are written, or none.
  */
 export function createBatches(db: Db) {
@@ -55,10 +62,10 @@ export function createBatches(db: Db) {
     return found;
   };
   let waiting: Array<{ row: CreateRow; resolve(): void; reject(err: unknown): void }> = [];
-  let inFlight = false;
+  let inFlight = 0;
 
   async function flush(): Promise<void> {
-    inFlight = true;
+    inFlight++;
     while (waiting.length > 0) {
       const batch = waiting.slice(0, MAX_BATCH);
       waiting = waiting.slice(batch.length);
@@ -80,7 +87,7 @@ export function createBatches(db: Db) {
         for (const w of batch) w.reject(err);
       }
     }
-    inFlight = false;
+    inFlight--;
   }
 
   return {
@@ -89,7 +96,7 @@ export function createBatches(db: Db) {
       if (row.length !== COLUMNS) throw new RangeError(`a create has ${COLUMNS} values, not ${row.length}`);
       return new Promise<void>((resolve, reject) => {
         waiting.push({ row, resolve, reject });
-        if (!inFlight) void flush();
+        if (inFlight < MAX_IN_FLIGHT) void flush();
       });
     },
     /** A create inside the caller's transaction (with an Idempotency-Key): written alone, in it. */
