@@ -7,6 +7,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { enqueueNotifications, type NewNotification, newNotificationId } from '../../src/notify/outbox.js';
 import { type Db, openStore, type Store } from '../../src/store/db.js';
+import { announcedIn, applyDiff, blockDedupeKey, diffBranches } from '../../src/watch/reorg.js';
 import { startTestApp, TEST_SERVICE_ENV, type TestApp } from '../helpers/app.js';
 import { backends, createTestEnvironment, type TestEnvironment } from '../helpers/env.js';
 import { type ServiceProcess, startServiceProcess, waitFor } from '../helpers/process.js';
@@ -318,6 +319,61 @@ describe.each(backends)('the event feed on %s', (backend) => {
     // And the default account never sees it.
     const ours = await feed(t, `?subscription=${subscriptionId}&limit=1000`);
     expect(ours.data.some((e) => e.id === mine.id)).toBe(false);
+  });
+
+  test('reorg: a notification read through the feed is withdrawn there; one never sequenced is cancelled quietly', async () => {
+    let cursor = (await feed(t, `?subscription=${subscriptionId}&limit=1`)).next_cursor;
+    for (;;) {
+      const page = await feed(t, `?after=${cursor}&limit=1000`);
+      if (page.data.length === 0) break;
+      cursor = page.next_cursor;
+    }
+    const blockHash = `0x${crypto.randomUUID().replaceAll('-', '').padEnd(64, 'a')}`;
+    const onChain = (tag: string): NewNotification => {
+      const n = notification(accountId, subscriptionId, tag);
+      return {
+        ...n,
+        chain: 'ETH',
+        blockNumber: 100,
+        blockHash,
+        dedupeKey: blockDedupeKey(blockHash, `${tag}:0`),
+      };
+    };
+    // Read through the feed, never sent as a webhook (no dispatcher runs here).
+    const read = onChain('read');
+    await writers.db.transaction((tx) => enqueueNotifications(tx, [read]));
+    const first = await feed(t, `?after=${cursor}&wait=5`);
+    expect(first.data.map((e) => e.id)).toEqual([read.id]);
+
+    // Its block is orphaned, in a transaction that also wrote one more from it, never sequenced.
+    const unread = onChain('unread');
+    await writers.db.transaction(async (tx) => {
+      await enqueueNotifications(tx, [unread]);
+      const announced = await announcedIn(tx, 'ETH', [blockHash]);
+      expect(announced.map((n) => n.id).sort()).toEqual([read.id, unread.id].sort());
+      await applyDiff(tx, 'ETH', diffBranches(announced, []));
+    });
+
+    const withdrawn = await feed(t, `?after=${first.next_cursor}&wait=5`);
+    expect(withdrawn.data).toHaveLength(1);
+    const [withdrawal] = withdrawn.data;
+    expect(withdrawal).toMatchObject({ subscriptionId, eventType: 'address.transaction.reorg' });
+    expect(withdrawal!.payload).toEqual({ ...JSON.parse(read.body), id: withdrawal!.id, reorg: true });
+    expect(withdrawal!.id).not.toBe(read.id);
+    // Nothing more: the unread one was cancelled before anyone could read it.
+    expect(await feed(t, `?after=${withdrawn.next_cursor}&wait=1`)).toEqual({
+      data: [],
+      next_cursor: withdrawn.next_cursor,
+    });
+    const states = rowsOf<{ id: string; state: string }>(
+      await t.app.store.db.execute(
+        sql`SELECT id, state FROM notifications WHERE id IN (${read.id}, ${unread.id})`,
+      ),
+    );
+    expect(Object.fromEntries(states.map((r) => [r.id, r.state]))).toEqual({
+      [read.id]: 'pending',
+      [unread.id]: 'cancelled',
+    });
   });
 
   test('bad input: 400 problem details naming the parameter, 404 for an unknown subscription', async () => {
