@@ -7,6 +7,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { enqueueNotifications, type NewNotification, newNotificationId } from '../../src/notify/outbox.js';
 import { type Db, openStore, type Store } from '../../src/store/db.js';
+import { createReleaser } from '../../src/watch/release.js';
 import { announcedIn, applyDiff, blockDedupeKey, diffBranches } from '../../src/watch/reorg.js';
 import { startTestApp, TEST_SERVICE_ENV, type TestApp } from '../helpers/app.js';
 import { backends, createTestEnvironment, type TestEnvironment } from '../helpers/env.js';
@@ -319,6 +320,29 @@ describe.each(backends)('the event feed on %s', (backend) => {
     // And the default account never sees it.
     const ours = await feed(t, `?subscription=${subscriptionId}&limit=1000`);
     expect(ours.data.some((e) => e.id === mine.id)).toBe(false);
+  });
+
+  test('a notification held for confirmations enters the feed when released, not before', async () => {
+    let cursor = (await feed(t, `?subscription=${subscriptionId}&limit=1`)).next_cursor;
+    for (;;) {
+      const page = await feed(t, `?after=${cursor}&limit=1000`);
+      if (page.data.length === 0) break;
+      cursor = page.next_cursor;
+    }
+    const network = `HELD${backend.toUpperCase()}`;
+    const held: NewNotification = {
+      ...notification(accountId, subscriptionId, 'held'),
+      state: 'held',
+      chain: network,
+      blockNumber: 10,
+      blockHash: '0xheld',
+      releaseHeight: 12,
+    };
+    await writers.db.transaction((tx) => enqueueNotifications(tx, [held]));
+    expect(await feed(t, `?after=${cursor}&wait=1`)).toEqual({ data: [], next_cursor: cursor });
+    await writers.db.transaction((tx) => createReleaser(network).release(tx, 12));
+    const page = await feed(t, `?after=${cursor}&wait=5`);
+    expect(page.data.map((e) => e.id)).toEqual([held.id]);
   });
 
   test('reorg: a notification read through the feed is withdrawn there; one never sequenced is cancelled quietly', async () => {
