@@ -15,6 +15,8 @@ import { createHttpServer } from './http/server.js';
 import { createIdempotency } from './idempotency/service.js';
 import { createDispatcher, type NotificationDispatcher } from './notify/dispatcher.js';
 import { createDnsResolve, createEgress } from './notify/egress.js';
+import { createFeedSequencer } from './notify/feed.js';
+import { createEventFeed, type EventFeed } from './notify/feed-reader.js';
 import { outboxStats } from './notify/outbox.js';
 import { createRetryPolicy } from './notify/retry-policy.js';
 import { createRegistries } from './registry/service.js';
@@ -362,6 +364,35 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       await watcher.start();
     }
 
+    // The pull feed is served with the API, and its sequencer runs beside it (one pass at a time
+    // across processes, by an advisory lock).
+    let feed: EventFeed | undefined;
+    if (config.roles.has('api')) {
+      const events = createEventFeed({
+        db: store.db,
+        listen: (channel, onNotify) => store.listen(channel, onNotify),
+        checkSubscription: async (accountId, id) => void (await subscriptions.get(accountId, id)),
+      });
+      const sequencer = createFeedSequencer({
+        store,
+        logger,
+        pollIntervalMs: config.pollIntervalMs,
+        onSequenced: (accounts) => events.signal(accounts),
+      });
+      // Registered before starting, so that a failed start still stops what did start.
+      steps.push({
+        name: 'event feed',
+        stop: async () => {
+          await events.stop();
+          await sequencer.stop();
+        },
+      });
+      await events.start();
+      await sequencer.start();
+      metrics.observe({ feedWaiting: () => events.waiting() });
+      feed = events;
+    }
+
     // Every role serves health, readiness and metrics; the API role adds /api/v1.
     const http = await createHttpServer({
       logger,
@@ -370,6 +401,7 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       verifyReceipt: (receipt, content) => verifyAgainst(config.networks, receipt, content),
       subscriptions,
       transactions: createTransactions({ db: store.db, networks: config.networks }),
+      feed,
       serveApi: config.roles.has('api'),
       metrics,
       checkReady: () => store.ping(),

@@ -22,6 +22,8 @@ export interface MetricSources {
   anchoring?: () => Promise<AnchorStats>;
   /** The anchorer of this process, if it runs one. */
   anchorer?: () => AnchorerStatus | undefined;
+  /** Long-polls of the event feed waiting in this process. */
+  feedWaiting?: () => number;
 }
 
 /** Database-derived gauges are read at most this often, however often Prometheus scrapes. */
@@ -165,6 +167,14 @@ export function createMetrics() {
     collect() {
       this.reset();
       for (const { count, ...labels } of sources.risk?.().failures ?? []) this.inc(labels, count);
+    },
+  });
+  new Gauge({
+    name: 'ledgerhook_feed_waiting_requests',
+    help: 'Long-polls of GET /api/v1/events waiting for an event in this process',
+    registers: [registry],
+    collect() {
+      this.set(sources.feedWaiting?.() ?? 0);
     },
   });
   new Gauge({

@@ -3,6 +3,8 @@ import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { Accounts } from '../accounts/service.js';
+import type { EventFeed } from '../notify/feed-reader.js';
+import { registerFeedRoutes } from '../notify/feed-routes.js';
 import { registerPassRoutes } from '../registry/pass-routes.js';
 import { type RegistryRouteOptions, registerRegistryRoutes } from '../registry/routes.js';
 import type { Registries } from '../registry/service.js';
@@ -40,6 +42,8 @@ export interface HttpServerDeps {
   verifyReceipt: RegistryRouteOptions['verify'];
   subscriptions: Subscriptions;
   transactions: Transactions;
+  /** The pull feed of events (GET /api/v1/events), served with the API. */
+  feed?: EventFeed;
   /** Whether /api/v1 is served (the api role); health, readiness and metrics always are. */
   serveApi: boolean;
   metrics: Metrics;
@@ -258,6 +262,7 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
         registerRegistryRoutes(api, deps.registries, { verify: deps.verifyReceipt });
         registerSubscriptionRoutes(api, deps.subscriptions, { testRateLimit: deps.testRateLimit });
         registerTransactionRoutes(api, deps.transactions);
+        if (deps.feed) registerFeedRoutes(api, deps.feed);
       },
       { prefix: '/api/v1' },
     );

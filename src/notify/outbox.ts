@@ -75,8 +75,24 @@ export async function enqueueNotifications(
       .returning({ id: notifications.id });
     for (const r of rows) inserted.push(r.id);
   }
-  if (items.some((n) => (n.state ?? 'pending') === 'pending')) await signalOutbox(tx);
+  // Held notifications enter the event feed when released, as they are sent only then.
+  const held = new Set(items.filter((n) => n.state === 'held').map((n) => n.id));
+  const queued = held.size === 0 ? inserted : inserted.filter((id) => !held.has(id));
+  await queueForFeed(tx, queued);
+  // Wakes dispatchers, and the feed's sequencer (a failed one, for a disabled subscription, is in the feed too).
+  if (queued.length > 0) await signalOutbox(tx);
   return inserted;
+}
+
+/**
+ * Within the producer's transaction: these notifications take their place in the event feed
+ * (see feed.ts) once it commits.
+ */
+export async function queueForFeed(tx: Db, notificationIds: string[]): Promise<void> {
+  if (notificationIds.length === 0) return;
+  await tx.execute(sql`
+    INSERT INTO feed_queue (notification_id)
+    SELECT unnest(${sql.param(notificationIds)}::uuid[]) ON CONFLICT DO NOTHING`);
 }
 
 /** Wakes dispatchers in every process when the caller's transaction commits. */

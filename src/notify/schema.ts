@@ -80,3 +80,33 @@ export const deliveryAttempts = pgTable(
   },
   (t) => [index('delivery_attempts_notification_idx').on(t.notificationId, t.attemptNumber)],
 );
+
+/**
+ * Notifications waiting for a place in the event feed: written in the producer's transaction (or
+ * when a held notification is released), taken by the sequencer once that transaction committed.
+ * A queue of its own keeps the outbox's wide rows from being rewritten to sequence them. No
+ * foreign keys here: their checks would lock outbox rows, and the sequencer must never wait on a
+ * row lock while it holds the feed's lock (a reorganisation takes that lock holding row locks).
+ */
+export const feedQueue = pgTable('feed_queue', {
+  notificationId: uuid('notification_id').primaryKey(),
+});
+
+/**
+ * The event feed: each notification's place in one total order, assigned after its transaction
+ * committed by one sequencer at a time (see feed.ts), so `seq` grows without gaps in commit order.
+ */
+export const feedEvents = pgTable(
+  'feed_events',
+  {
+    seq: bigint('seq', { mode: 'bigint' }).primaryKey(),
+    notificationId: uuid('notification_id').notNull(),
+    accountId: uuid('account_id').notNull(),
+    subscriptionId: uuid('subscription_id').notNull(),
+  },
+  (t) => [
+    uniqueIndex('feed_events_notification_idx').on(t.notificationId),
+    index('feed_events_account_idx').on(t.accountId, t.seq),
+    index('feed_events_subscription_idx').on(t.subscriptionId, t.seq),
+  ],
+);

@@ -1,5 +1,5 @@
 import { and, eq, lt, min, sql } from 'drizzle-orm';
-import { signalOutbox } from '../notify/outbox.js';
+import { queueForFeed, signalOutbox } from '../notify/outbox.js';
 import { notifications } from '../notify/schema.js';
 import type { Db } from '../store/db.js';
 
@@ -42,7 +42,14 @@ export function createReleaser(network: string) {
           ),
         )
         .returning({ id: notifications.id });
-      if (released.length > 0) await signalOutbox(tx);
+      if (released.length > 0) {
+        // Sent from now on, so readable through the event feed too.
+        await queueForFeed(
+          tx,
+          released.map((r) => r.id),
+        );
+        await signalOutbox(tx);
+      }
       const [left] = await tx
         .select({ lowest: min(notifications.releaseHeight) })
         .from(notifications)

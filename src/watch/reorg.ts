@@ -1,4 +1,5 @@
 import { and, eq, inArray, ne, notLike } from 'drizzle-orm';
+import { alreadyInFeed } from '../notify/feed.js';
 import { enqueueNotifications, type NewNotification, newNotificationId } from '../notify/outbox.js';
 import { notifications } from '../notify/schema.js';
 import type { Db } from '../store/db.js';
@@ -75,8 +76,14 @@ export async function applyDiff(tx: Db, network: string, diff: ReorgDiff): Promi
   for (const { row, blockHash, dedupeKey } of diff.kept) {
     await tx.update(notifications).set({ blockHash, dedupeKey }).where(eq(notifications.id, row.id));
   }
+  // Once in the event feed, a notification may have been read there: it counts as sent.
+  const read = await alreadyInFeed(
+    tx,
+    diff.gone.map((n) => n.id),
+  );
   const unsent = diff.gone.filter(
-    (n) => n.state === 'held' || (n.state === 'pending' && n.attempts === 0 && !n.lockedBy),
+    (n) =>
+      !read.has(n.id) && (n.state === 'held' || (n.state === 'pending' && n.attempts === 0 && !n.lockedBy)),
   );
   const sent = diff.gone.filter((n) => !unsent.includes(n));
   if (unsent.length > 0) {
