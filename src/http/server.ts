@@ -3,6 +3,8 @@ import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { Accounts } from '../accounts/service.js';
+import type { Backfills } from '../backfill/jobs.js';
+import { registerBackfillRoutes } from '../backfill/routes.js';
 import { registerPassRoutes } from '../registry/pass-routes.js';
 import { type RegistryRouteOptions, registerRegistryRoutes } from '../registry/routes.js';
 import type { Registries } from '../registry/service.js';
@@ -39,6 +41,8 @@ export interface HttpServerDeps {
   /** Checks an anchoring receipt against the node of the network it names. */
   verifyReceipt: RegistryRouteOptions['verify'];
   subscriptions: Subscriptions;
+  /** History backfills of subscriptions. */
+  backfills?: Backfills;
   transactions: Transactions;
   /** Whether /api/v1 is served (the api role); health, readiness and metrics always are. */
   serveApi: boolean;
@@ -257,6 +261,7 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
         await registerRateLimit(api, deps.rateLimit);
         registerRegistryRoutes(api, deps.registries, { verify: deps.verifyReceipt });
         registerSubscriptionRoutes(api, deps.subscriptions, { testRateLimit: deps.testRateLimit });
+        if (deps.backfills) registerBackfillRoutes(api, deps.backfills);
         registerTransactionRoutes(api, deps.transactions);
       },
       { prefix: '/api/v1' },

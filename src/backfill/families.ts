@@ -1,0 +1,59 @@
+import { createTokenInfoCache } from '../chains/evm/activity.js';
+import { evmHistory } from '../chains/evm/history.js';
+import type { Network } from '../chains/networks.js';
+import type { HistorySource } from '../chains/source.js';
+import type { Throttle } from '../shared/throttle.js';
+import type { WatchedSubscription } from '../subscriptions/events.js';
+import { evmMatcher } from '../watch/evm-notifications.js';
+import type { BlockMatcher } from '../watch/follower.js';
+import { evmClient } from '../watch/watcher.js';
+
+/** Who watches an address during a backfill: its one subscription, for the addresses it found. */
+export type Lookup = { lookup(network: string, address: string): readonly WatchedSubscription[] };
+
+/**
+ * A network as a backfill sees it: the family's history source, and the follower's own matcher
+ * for the family given who watches what, so a backfill notifies exactly what the follower would.
+ */
+export interface BackfillFamily {
+  history: HistorySource<unknown>;
+  matcher(index: Lookup): BlockMatcher<unknown>;
+  /** Whether addresses are compared whatever their case (EVM). */
+  caseless: boolean;
+}
+
+export interface FamilyOptions {
+  throttle: Throttle;
+  /** Blocks per scan (EVM). */
+  chunk: number;
+}
+
+/** The network's backfill parts; undefined for a family that cannot backfill yet. */
+export function backfillFamily(network: Network, options: FamilyOptions): BackfillFamily | undefined {
+  if (network.rpcUrls.length === 0) return undefined;
+  if (network.family === 'evm') {
+    const client = evmClient(network.rpcUrls);
+    const tokens = createTokenInfoCache(client);
+    return {
+      history: evmHistory({
+        client,
+        throttle: options.throttle,
+        chunk: options.chunk,
+      }) as HistorySource<unknown>,
+      matcher: (index) => evmMatcher({ network, index, tokens }) as BlockMatcher<unknown>,
+      caseless: true,
+    };
+  }
+  return undefined;
+}
+
+/** A lookup that answers `subscription` (with the address as stored) for the given addresses. */
+export function lookupOf(
+  subscription: Omit<WatchedSubscription, 'address'>,
+  addresses: readonly string[],
+  caseless: boolean,
+): Lookup {
+  const key = (a: string) => (caseless ? a.toLowerCase() : a);
+  const byAddress = new Map(addresses.map((a) => [key(a), [{ ...subscription, address: a }]]));
+  return { lookup: (_network, address) => byAddress.get(key(address)) ?? [] };
+}
