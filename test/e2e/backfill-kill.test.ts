@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type Anvil, startAnvil } from '../../src/chains/evm/anvil.js';
 import { anvilNetworksFile } from '../helpers/anchoring.js';
 import { backends, createTestEnvironment, type TestEnvironment } from '../helpers/env.js';
-import { type ServiceProcess, startServiceProcess, waitFor } from '../helpers/process.js';
+import { runCli, type ServiceProcess, startServiceProcess, waitFor } from '../helpers/process.js';
 
 /** Transfers to the watched address, each followed by empty blocks. */
 const TRANSFERS = 30;
@@ -121,5 +121,34 @@ describe.each(backends)('backfill survives SIGKILL (%s)', (backend) => {
     const bodies = (log.body.data as { payload: Record<string, unknown> }[]).map((n) => n.payload);
     expect(bodies.map((b) => b.txId).sort()).toEqual([...sent].sort());
     expect(bodies.every((b) => b.backfill === true && b.amount === '-0.001')).toBe(true);
+
+    // The CLI starts one and draws its progress until it ends (a line per step without a terminal).
+    const cli = await runCli(
+      [
+        'backfill',
+        sub,
+        '--from',
+        String(first),
+        '--to',
+        String(first + 40),
+        '--url',
+        service.url,
+        '--token',
+        token,
+      ],
+      env,
+    );
+    expect(cli.code, cli.stderr).toBe(0);
+    const lines = cli.stderr.split('\n').filter((l) => l.startsWith('['));
+    expect(lines.at(-1)).toMatch(
+      new RegExp(`^\\[#{30}\\] 100\\.0% block ${first + 40}/${first + 40} found 0 .*done$`),
+    );
+    // Refused input is one line naming the field, exit 1.
+    const bad = await runCli(
+      ['backfill', sub, '--from', 'soon', '--url', service.url, '--token', token],
+      env,
+    );
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/backfill refused \(400\).*\/from/);
   }, 120_000);
 });
