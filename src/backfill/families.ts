@@ -1,9 +1,12 @@
+import { bitcoinHistory } from '../chains/bitcoin/history.js';
+import { bitcoinParams } from '../chains/bitcoin/params.js';
 import { createTokenInfoCache } from '../chains/evm/activity.js';
 import { evmHistory } from '../chains/evm/history.js';
 import type { Network } from '../chains/networks.js';
 import type { HistorySource } from '../chains/source.js';
 import type { Throttle } from '../shared/throttle.js';
 import type { WatchedSubscription } from '../subscriptions/events.js';
+import { bitcoinMatcher } from '../watch/bitcoin-notifications.js';
 import { evmMatcher } from '../watch/evm-notifications.js';
 import type { BlockMatcher } from '../watch/follower.js';
 import { evmClient } from '../watch/watcher.js';
@@ -24,7 +27,7 @@ export interface BackfillFamily {
 
 export interface FamilyOptions {
   throttle: Throttle;
-  /** Blocks per scan (EVM). */
+  /** Blocks per scan. */
   chunk: number;
 }
 
@@ -42,6 +45,20 @@ export function backfillFamily(network: Network, options: FamilyOptions): Backfi
       }) as HistorySource<unknown>,
       matcher: (index) => evmMatcher({ network, index, tokens }) as BlockMatcher<unknown>,
       caseless: true,
+    };
+  }
+  if (network.family === 'bitcoin') {
+    // The same node API the live follower reads, so the transactions are the ones it sees.
+    return {
+      history: bitcoinHistory({
+        url: network.rpcUrls[0]!,
+        api: network.api,
+        network: bitcoinParams(network.bitcoinChain),
+        throttle: options.throttle,
+        chunk: options.chunk,
+      }) as HistorySource<unknown>,
+      matcher: (index) => bitcoinMatcher({ network, index }) as BlockMatcher<unknown>,
+      caseless: false,
     };
   }
   return undefined;
