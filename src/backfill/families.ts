@@ -1,3 +1,5 @@
+import { algorandHistory } from '../chains/algorand/history.js';
+import { createAssetInfoCache } from '../chains/algorand/source.js';
 import { bitcoinHistory } from '../chains/bitcoin/history.js';
 import { bitcoinParams } from '../chains/bitcoin/params.js';
 import { createTokenInfoCache } from '../chains/evm/activity.js';
@@ -6,6 +8,7 @@ import type { Network } from '../chains/networks.js';
 import type { HistorySource } from '../chains/source.js';
 import type { Throttle } from '../shared/throttle.js';
 import type { WatchedSubscription } from '../subscriptions/events.js';
+import { algorandMatcher } from '../watch/algorand-notifications.js';
 import { bitcoinMatcher } from '../watch/bitcoin-notifications.js';
 import { evmMatcher } from '../watch/evm-notifications.js';
 import type { BlockMatcher } from '../watch/follower.js';
@@ -58,6 +61,29 @@ export function backfillFamily(network: Network, options: FamilyOptions): Backfi
         chunk: options.chunk,
       }) as HistorySource<unknown>,
       matcher: (index) => bitcoinMatcher({ network, index }) as BlockMatcher<unknown>,
+      caseless: false,
+    };
+  }
+  if (network.family === 'algorand') {
+    // The indexer where there is one (its account index is what makes a backfill cheap), even
+    // when the follower reads algod; else algod, round by round.
+    const indexerUrl = network.indexerUrls[0] ?? (network.api === 'indexer' ? network.rpcUrls[0] : undefined);
+    const genesis = { genesisId: network.genesisId, genesisHash: network.genesisHash };
+    // ASA decimals from the API the follower reads them from, so amounts are written alike.
+    const api = network.api === 'indexer' ? 'indexer' : 'algod';
+    const assets = createAssetInfoCache({
+      url: api === 'indexer' ? (network.indexerUrls[0] ?? network.rpcUrls[0]!) : network.rpcUrls[0]!,
+      api,
+    });
+    return {
+      history: algorandHistory({
+        indexerUrl,
+        algodUrl: network.rpcUrls[0]!,
+        ...genesis,
+        throttle: options.throttle,
+        chunk: options.chunk,
+      }) as HistorySource<unknown>,
+      matcher: (index) => algorandMatcher({ network, index, assets }) as BlockMatcher<unknown>,
       caseless: false,
     };
   }

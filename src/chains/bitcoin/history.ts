@@ -8,6 +8,7 @@
  */
 import type { Network } from 'bitcoinjs-lib';
 import type { Throttle } from '../../shared/throttle.js';
+import { scanBlocks } from '../history-scan.js';
 import { nodeRequest } from '../node-http.js';
 import type { ChainBlock, HistoryScan, HistorySource, WatchedAddresses } from '../source.js';
 import { addressesOf, type BitcoinActivity, type BitcoinTransaction } from './activity.js';
@@ -18,7 +19,7 @@ import { type BitcoinBlockSource, createBitcoinSource, esploraTransaction, mapBo
 const CHAIN_PAGE = 25;
 /** Above this many watched addresses, reading the range's blocks costs less than their histories. */
 const ADDRESS_HISTORY_MAX = 1_000;
-/** Addresses (or blocks) read at once. */
+/** Addresses read at once. */
 const IN_FLIGHT = 4;
 /** Watched addresses read from the database at a time. */
 const ADDRESS_PAGE = 200;
@@ -135,40 +136,6 @@ export function bitcoinHistory(options: BitcoinHistoryOptions): HistorySource<Bi
     return { blocks: result, watched: touched };
   }
 
-  /** Every block of the range through the follower's source, kept to watched addresses' transactions. */
-  async function byBlocks(
-    from: number,
-    to: number,
-    watched: WatchedAddresses,
-  ): Promise<HistoryScan<BitcoinActivity>> {
-    const heights = Array.from({ length: to - from + 1 }, (_, i) => from + i);
-    const read = await mapBounded(heights, IN_FLIGHT, async (height) => {
-      await throttle.take();
-      const block = await blocks.block(height);
-      if (!block) throw unexpected(where, `no block ${height}`);
-      return block;
-    });
-    read.forEach((block, i) => {
-      const parent = read[i - 1];
-      if (parent && block.parentHash !== parent.hash)
-        throw unexpected(
-          where,
-          `block ${block.hash} does not follow ${parent.hash}: the chain changed while reading`,
-        );
-    });
-    const candidates = new Set<string>();
-    for (const block of read)
-      for (const tx of block.activity) for (const a of addressesOf(tx)) candidates.add(a);
-    const found = await watched.among([...candidates]);
-    const isWatched = new Set(found);
-    const result: ChainBlock<BitcoinActivity>[] = [];
-    for (const block of read) {
-      const activity = block.activity.filter((tx) => addressesOf(tx).some((a) => isWatched.has(a)));
-      if (activity.length > 0) result.push({ ...block, activity });
-    }
-    return { blocks: result, watched: found };
-  }
-
   async function timeOf(height: number): Promise<number | undefined> {
     const hash = await hashAt(height);
     if (!hash) return undefined;
@@ -202,7 +169,7 @@ export function bitcoinHistory(options: BitcoinHistoryOptions): HistorySource<Bi
     timeOf,
     scan(from, to, watched) {
       return core || watched.count > ADDRESS_HISTORY_MAX
-        ? byBlocks(from, to, watched)
+        ? scanBlocks({ source: blocks, throttle, addressesOf, where }, from, to, watched)
         : byAddressHistory(from, to, watched);
     },
   };
