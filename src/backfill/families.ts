@@ -5,6 +5,7 @@ import { bitcoinParams } from '../chains/bitcoin/params.js';
 import { createTokenInfoCache } from '../chains/evm/activity.js';
 import { evmHistory } from '../chains/evm/history.js';
 import type { Network } from '../chains/networks.js';
+import { solanaHistory } from '../chains/solana/history.js';
 import type { HistorySource } from '../chains/source.js';
 import type { Throttle } from '../shared/throttle.js';
 import type { WatchedSubscription } from '../subscriptions/events.js';
@@ -12,6 +13,7 @@ import { algorandMatcher } from '../watch/algorand-notifications.js';
 import { bitcoinMatcher } from '../watch/bitcoin-notifications.js';
 import { evmMatcher } from '../watch/evm-notifications.js';
 import type { BlockMatcher } from '../watch/follower.js';
+import { solanaMatcher } from '../watch/solana-notifications.js';
 import { evmClient } from '../watch/watcher.js';
 
 /** Who watches an address during a backfill: its one subscription, for the addresses it found. */
@@ -34,7 +36,7 @@ export interface FamilyOptions {
   chunk: number;
 }
 
-/** The network's backfill parts; undefined for a family that cannot backfill yet. */
+/** The network's backfill parts; undefined when it has no node configured. */
 export function backfillFamily(network: Network, options: FamilyOptions): BackfillFamily | undefined {
   if (network.rpcUrls.length === 0) return undefined;
   if (network.family === 'evm') {
@@ -84,6 +86,18 @@ export function backfillFamily(network: Network, options: FamilyOptions): Backfi
         chunk: options.chunk,
       }) as HistorySource<unknown>,
       matcher: (index) => algorandMatcher({ network, index, assets }) as BlockMatcher<unknown>,
+      caseless: false,
+    };
+  }
+  if (network.family === 'solana') {
+    return {
+      history: solanaHistory({
+        url: network.rpcUrls[0]!,
+        commitment: network.commitment,
+        throttle: options.throttle,
+        chunk: options.chunk,
+      }) as HistorySource<unknown>,
+      matcher: (index) => solanaMatcher({ network, index }) as BlockMatcher<unknown>,
       caseless: false,
     };
   }

@@ -118,7 +118,7 @@ export function toView(row: BackfillRow, method: string, now = Date.now()): Back
 export interface BackfillsDeps {
   db: Db;
   networks: NetworkCatalog;
-  /** The network's backfill parts (undefined: the family cannot backfill). */
+  /** The network's backfill parts (undefined: no node is configured for it). */
   family(network: string): BackfillFamily | undefined;
   /** A backfill was created: the runner in this process may start it at once. */
   onCreated?: () => void;
@@ -246,7 +246,7 @@ export function createBackfills(deps: BackfillsDeps) {
         throw new ValidationError(`Backfill is not available on ${sub.network}`, [
           {
             parameter: 'id',
-            detail: `the ${sub.network} network has no node configured or its family cannot backfill yet`,
+            detail: `the ${sub.network} network has no node configured`,
           },
         ]);
       const already = await running(subscriptionId);

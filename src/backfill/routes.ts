@@ -59,7 +59,7 @@ export function registerBackfillRoutes(app: FastifyInstance, backfills: Backfill
         operationId: 'startBackfill',
         summary: "Replay history for the subscription's addresses",
         description:
-          'Notifies what the live follower would have for the blocks of the range, marked `"backfill": true`, through the same outbox and with the same deduplication: a transfer already notified is not sent again. One backfill runs per subscription at a time (a second is 409 naming it, `existingId`). Blocks are notified once as deep as the subscription\'s `confirmations`.',
+          "Notifies what the live follower would have for the blocks of the range, marked `\"backfill\": true`, through the same outbox and with the same deduplication: a transfer already notified is not sent again. One backfill runs per subscription at a time (a second is 409 naming it, `existingId`). Blocks are notified once as deep as the subscription's `confirmations`. The history comes from the cheapest source of the network's family (the view's `method` says which and how it is throttled): EVM `eth_getLogs` and a block scan for native transfers; Bitcoin Esplora address histories (a block scan through Bitcoin Core); Algorand the indexer's account transactions (a round scan through algod alone); Solana `getSignaturesForAddress` and `getTransaction`. A network without a configured node is a 400.",
         params: Id,
         body: StartBody,
         response: { 202: Backfill, ...bodyProblemResponses(404, 409, 503) },
