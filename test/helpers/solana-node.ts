@@ -13,7 +13,8 @@
  * - `getSignaturesForAddress`: the transactions naming the address among their accounts
  *   (lookup-table ones included), newest slot first and, within a slot, last transaction first
  *   (our choice), `before`/`until` exclusive, `limit` (default 1,000); `memo` is always null.
- * - `getTransaction` (`jsonParsed`): the block's entry with `slot` and `blockTime`. Assembled
+ * - `getTransaction` (`jsonParsed`): the block's entry with `slot`, `blockTime` and its
+ *   `transactionIndex` in the block. Assembled
  *   blocks reuse recorded transactions, so one signature may be held in several slots: it is
  *   answered from the highest (a real node holds each once).
  * - `getTokenAccountsByOwner`: CONSTRUCTED from the token balances of the held transactions (the
@@ -183,12 +184,13 @@ export async function startSolanaNode(): Promise<SolanaNode> {
   const signatureOf = (entry: Json) => ((entry.transaction as Json).signatures as string[])[0]!;
 
   /** Held blocks at `confirmed`, newest first, with their transactions last first. */
-  function* newestFirst(): Generator<{ slot: number; block: Json; entry: Json }> {
+  function* newestFirst(): Generator<{ slot: number; block: Json; entry: Json; index: number }> {
     for (const slot of [...slots.keys()].sort((a, b) => b - a)) {
       const held = slots.get(slot)!;
       if (slot > tip || !('block' in held)) continue;
       const entries = (held.block.transactions as Json[]) ?? [];
-      for (let i = entries.length - 1; i >= 0; i--) yield { slot, block: held.block, entry: entries[i]! };
+      for (let i = entries.length - 1; i >= 0; i--)
+        yield { slot, block: held.block, entry: entries[i]!, index: i };
     }
   }
 
@@ -220,9 +222,12 @@ export async function startSolanaNode(): Promise<SolanaNode> {
   }
 
   function getTransaction(params: unknown[]): { result?: string; error?: RpcError } {
-    for (const { slot, block, entry } of newestFirst()) {
+    for (const { slot, block, entry, index } of newestFirst()) {
       if (signatureOf(entry) === params[0])
-        return { result: stringify({ slot, blockTime: block.blockTime, ...entry }) ?? 'null' };
+        return {
+          result:
+            stringify({ slot, blockTime: block.blockTime, transactionIndex: index, ...entry }) ?? 'null',
+        };
     }
     return { result: 'null' };
   }
