@@ -9,6 +9,9 @@ import { createAccounts, type IssuedToken } from './accounts/service.js';
 import type { Anchorer } from './anchor/anchorer.js';
 import { anchorStats } from './anchor/batches.js';
 import { anchorNetwork, startAnchorer, verifyAgainst } from './anchor/service.js';
+import { type BackfillFamily, backfillFamily } from './backfill/families.js';
+import { createBackfills } from './backfill/jobs.js';
+import { type BackfillRunner, createBackfillRunner } from './backfill/runner.js';
 import { type Config, ConfigError } from './config.js';
 import { createMetrics } from './http/metrics.js';
 import { createHttpServer } from './http/server.js';
@@ -23,6 +26,7 @@ import { createRegistries } from './registry/service.js';
 import { createEnvelope, type Envelope } from './secrets/envelope.js';
 import { loadMasterKey } from './secrets/master-key.js';
 import { closeServer, type StopStep, stopAll } from './shared/shutdown.js';
+import { createThrottle } from './shared/throttle.js';
 import { type Db, openStore, type Store } from './store/db.js';
 import { acquireDataDirLock, DataDirInUseError, type DataDirLock, dataDirHolder } from './store/lock.js';
 import { settings } from './store/schema.js';
@@ -312,6 +316,27 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       anchorNetwork: anchoredOn?.name,
     });
     let anchorer: Anchorer | undefined;
+    // One throttle for every backfill of this process, so together they stay within it.
+    const backfillThrottle = createThrottle(config.backfill.requestsPerSecond);
+    const families = new Map<string, BackfillFamily | undefined>();
+    const familyOf = (name: string): BackfillFamily | undefined => {
+      if (!families.has(name)) {
+        const network = config.networks.find(name);
+        families.set(
+          name,
+          network &&
+            backfillFamily(network, { throttle: backfillThrottle, chunk: config.backfill.blocksPerChunk }),
+        );
+      }
+      return families.get(name);
+    };
+    let backfillRunner: BackfillRunner | undefined;
+    const backfills = createBackfills({
+      db: store.db,
+      networks: config.networks,
+      family: familyOf,
+      onCreated: () => backfillRunner?.wake(),
+    });
 
     const metrics = createMetrics();
     metrics.observe({
@@ -362,6 +387,18 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       const started = watcher;
       steps.push({ name: 'chain watchers', stop: () => started.stop() });
       await watcher.start();
+      // Backfills are chain work too: the watcher role runs them, whichever process took them.
+      const runner = createBackfillRunner({
+        db: store.db,
+        family: familyOf,
+        logger,
+        pollIntervalMs: config.pollIntervalMs,
+        tryLock: (name) => store.tryLock(name),
+        concurrency: config.backfill.concurrency,
+      });
+      backfillRunner = runner;
+      steps.push({ name: 'backfills', stop: () => runner.stop() });
+      runner.start();
     }
 
     // The pull feed is served with the API, and its sequencer runs beside it (one pass at a time
@@ -400,6 +437,7 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       registries,
       verifyReceipt: (receipt, content) => verifyAgainst(config.networks, receipt, content),
       subscriptions,
+      backfills,
       transactions: createTransactions({ db: store.db, networks: config.networks }),
       feed,
       serveApi: config.roles.has('api'),

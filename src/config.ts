@@ -44,6 +44,8 @@ export interface Config {
   dispatchLeaseMs: number;
   /** How often followers ask their node for a new head. */
   watchPollIntervalMs: number;
+  /** Backfills: node requests per second per process (0: unlimited), blocks per chunk, jobs at once. */
+  backfill: { requestsPerSecond: number; blocksPerChunk: number; concurrency: number };
   pollIntervalMs: number;
   /** API requests per account and process; undefined: unlimited. */
   rateLimit: RateLimit | undefined;
@@ -311,6 +313,11 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     pollIntervalMs: readDuration(env, 'LEDGERHOOK_POLL_INTERVAL', 1_000, 10),
     dispatchLeaseMs: 0,
     watchPollIntervalMs: readDuration(env, 'LEDGERHOOK_WATCH_POLL_INTERVAL', 2_000, 10),
+    backfill: {
+      requestsPerSecond: readInt(env, 'LEDGERHOOK_BACKFILL_RPS', 20, 0, 100_000),
+      blocksPerChunk: readInt(env, 'LEDGERHOOK_BACKFILL_BLOCKS', 100, 1, 10_000),
+      concurrency: readInt(env, 'LEDGERHOOK_BACKFILL_CONCURRENCY', 2, 1, 100),
+    },
     rateLimit: parseRateLimit(env.LEDGERHOOK_RATE_LIMIT?.trim() || '1000/1s', 'LEDGERHOOK_RATE_LIMIT'),
     testRateLimit: parseRateLimit(
       env.LEDGERHOOK_TEST_RATE_LIMIT?.trim() || '60/1m',

@@ -38,3 +38,41 @@ export interface BlockSource<Activity> {
    */
   watchHeads?(onHead: () => void): () => void;
 }
+
+/**
+ * The subscription's watched addresses as a backfill sees them: too many to hold (millions), so
+ * read page by page, or asked which of a block's addresses are among them.
+ */
+export interface WatchedAddresses {
+  /** How many there are. */
+  count: number;
+  /** Every watched address, `size` at a time, as stored. */
+  pages(size: number): AsyncIterable<string[]>;
+  /** Of `candidates`, those watched, as stored (EVM: whatever the candidates' case). */
+  among(candidates: readonly string[]): Promise<string[]>;
+}
+
+/** Blocks of a range with the activity of watched addresses, and which of those were watched. */
+export interface HistoryScan<Activity> {
+  /** In height order; only blocks holding something of a watched address. */
+  blocks: ChainBlock<Activity>[];
+  /** The watched addresses found in them, as stored. */
+  watched: string[];
+}
+
+/**
+ * How a family replays history for a backfill: its cheapest way to find a range's activity of
+ * given addresses (logs filtered by topic, an address's history), as the follower's blocks would
+ * hold it, so the follower's matcher turns it into the same notifications.
+ */
+export interface HistorySource<Activity> {
+  /** Height of the node's latest block. */
+  tip(): Promise<number>;
+  /** A block's time (Unix seconds); undefined when the node has no block there. */
+  timeOf(height: number): Promise<number | undefined>;
+  /** Blocks a scan should cover at once (one commit each). */
+  chunk: number;
+  /** Said in the job's view: where its data comes from and what that costs. */
+  describe: string;
+  scan(from: number, to: number, watched: WatchedAddresses): Promise<HistoryScan<Activity>>;
+}

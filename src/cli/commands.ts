@@ -235,6 +235,18 @@ export async function run(
     case 'token list':
       process.stdout.write(`${formatTokens(await withTokenAdmin(config, (admin) => admin.listTokens()))}\n`);
       return 0;
+    case 'backfill': {
+      const token = values.token ?? process.env.LEDGERHOOK_TOKEN;
+      if (!token) throw new UsageError('backfill needs an API token: --token TOKEN or LEDGERHOOK_TOKEN');
+      const { runBackfill } = await import('./backfill.js');
+      return runBackfill(args[0]!, {
+        url: values.url ?? `http://127.0.0.1:${config.port}`,
+        token,
+        from: values.from,
+        to: values.to,
+        out: process.stderr,
+      });
+    }
     case 'verify': {
       const { runVerify } = await import('./verify.js');
       return runVerify(args, values, (line) => process.stdout.write(`${line}\n`));

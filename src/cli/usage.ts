@@ -20,7 +20,14 @@ interface OptionSpec {
   help: string;
 }
 
-export type CommandName = 'serve' | 'migrate' | 'token create' | 'token list' | 'token revoke' | 'verify';
+export type CommandName =
+  | 'serve'
+  | 'migrate'
+  | 'token create'
+  | 'token list'
+  | 'token revoke'
+  | 'verify'
+  | 'backfill';
 
 interface CommandSpec {
   name: CommandName;
@@ -121,6 +128,27 @@ const COMMANDS: CommandSpec[] = [
   },
 ];
 
+COMMANDS.push({
+  name: 'backfill',
+  args: ['SUBSCRIPTION'],
+  summary: "replay a subscription's history, with a progress bar",
+  description:
+    'Starts a backfill of the subscription (POST /api/v1/subscription/{id}/backfill) on the running\n' +
+    'service and shows its progress until it ends; exits 0 when done, 1 if it failed or was cancelled.\n' +
+    'Without --from, follows the running or latest backfill. A backfill already running is followed.\n' +
+    'The service is reached at --url (default http://127.0.0.1:$PORT) with --token or LEDGERHOOK_TOKEN.',
+  options: {
+    from: { type: 'string', value: 'BLOCK|TIME', help: 'first block, or an ISO 8601 time' },
+    to: {
+      type: 'string',
+      value: 'BLOCK|TIME',
+      help: 'last block or time (default: where the live follower stands)',
+    },
+    url: { type: 'string', value: 'URL', help: "the service's base URL" },
+    token: { type: 'string', value: 'TOKEN', help: 'an API token (default: LEDGERHOOK_TOKEN)' },
+  },
+});
+
 const TOKEN_DESCRIPTION =
   'Manages API tokens. While the service runs, the CLI goes through its admin endpoint on loopback;\n' +
   'otherwise it opens the database itself. With the embedded database it needs the data directory\n' +
@@ -209,6 +237,10 @@ export type ParsedCommandLine =
         rpc?: string;
         indexer?: string;
         content?: string;
+        from?: string;
+        to?: string;
+        url?: string;
+        token?: string;
       };
       args: string[];
     };

@@ -3,6 +3,8 @@ import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { Accounts } from '../accounts/service.js';
+import type { Backfills } from '../backfill/jobs.js';
+import { registerBackfillRoutes } from '../backfill/routes.js';
 import type { EventFeed } from '../notify/feed-reader.js';
 import { registerFeedRoutes } from '../notify/feed-routes.js';
 import { registerPassRoutes } from '../registry/pass-routes.js';
@@ -41,6 +43,8 @@ export interface HttpServerDeps {
   /** Checks an anchoring receipt against the node of the network it names. */
   verifyReceipt: RegistryRouteOptions['verify'];
   subscriptions: Subscriptions;
+  /** History backfills of subscriptions. */
+  backfills?: Backfills;
   transactions: Transactions;
   /** The pull feed of events (GET /api/v1/events), served with the API. */
   feed?: EventFeed;
@@ -261,6 +265,7 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
         await registerRateLimit(api, deps.rateLimit);
         registerRegistryRoutes(api, deps.registries, { verify: deps.verifyReceipt });
         registerSubscriptionRoutes(api, deps.subscriptions, { testRateLimit: deps.testRateLimit });
+        if (deps.backfills) registerBackfillRoutes(api, deps.backfills);
         registerTransactionRoutes(api, deps.transactions);
         if (deps.feed) registerFeedRoutes(api, deps.feed);
       },

@@ -1,6 +1,7 @@
 // Every table, for drizzle's typed client and for drizzle-kit when it generates migrations.
 export * from '../accounts/schema.js';
 export * from '../anchor/schema.js';
+export * from '../backfill/schema.js';
 export * from '../idempotency/schema.js';
 export * from '../notify/schema.js';
 export * from '../registry/schema.js';

@@ -14,7 +14,8 @@ import type { BlockMatch, BlockMatcher } from './follower.js';
 
 export interface AlgorandMatcherDeps {
   network: Network;
-  index: AddressIndex;
+  /** Who watches an address: the follower's index, or a backfill's one subscription. */
+  index: Pick<AddressIndex, 'lookup'>;
   /** ASA decimals, read once per asset. */
   assets: Pick<AssetInfoCache, 'decimals'>;
 }

@@ -11,7 +11,8 @@ import type { BlockMatch, BlockMatcher } from './follower.js';
 
 export interface BitcoinMatcherDeps {
   network: Network;
-  index: AddressIndex;
+  /** Who watches an address: the follower's index, or a backfill's one subscription. */
+  index: Pick<AddressIndex, 'lookup'>;
 }
 
 /**

@@ -71,7 +71,8 @@ export function transferKey(transfer: EvmTransfer): string {
 
 export interface EvmMatcherDeps {
   network: Network;
-  index: AddressIndex;
+  /** Who watches an address: the follower's index, or a backfill's one subscription. */
+  index: Pick<AddressIndex, 'lookup'>;
   tokens: { get(token: `0x${string}`): Promise<TokenInfo> };
 }
 

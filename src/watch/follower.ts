@@ -31,6 +31,37 @@ export interface BlockMatch {
   counterparties: string[];
 }
 
+/**
+ * The outbox rows of a block's matches: due at once, or held until the head is deep enough. The
+ * dedupe key (block hash and transfer key) is what makes a backfill's notification of a transfer
+ * and the follower's one row; `extra` adds fields to each body (a backfill's `backfill: true`).
+ */
+export function blockNotifications(
+  network: string,
+  block: { height: number; hash: string },
+  matches: readonly BlockMatch[],
+  head: number,
+  extra?: Record<string, unknown>,
+): NewNotification[] {
+  return matches.map(({ subscription, key, body }) => {
+    const id = newNotificationId();
+    const releaseHeight = block.height + Math.max(1, subscription.confirmations) - 1;
+    return {
+      id,
+      accountId: subscription.accountId,
+      subscriptionId: subscription.id,
+      eventType: 'address.transaction',
+      body: JSON.stringify(extra ? { ...body(id), ...extra } : body(id)),
+      dedupeKey: blockDedupeKey(block.hash, key),
+      state: head >= releaseHeight ? 'pending' : 'held',
+      chain: network,
+      blockNumber: block.height,
+      blockHash: block.hash,
+      releaseHeight,
+    };
+  });
+}
+
 /** How a family's block activity becomes notifications for the watched addresses. */
 export type BlockMatcher<Activity> = (block: ChainBlock<Activity>) => Promise<BlockMatch[]>;
 
@@ -96,24 +127,7 @@ export function createFollower<Activity>(deps: FollowerDeps<Activity>) {
 
   /** The block's notifications: due at once, or held until the head is deep enough. */
   async function notificationsOf(block: ChainBlock<Activity>, head: number): Promise<NewNotification[]> {
-    const matches = await deps.match(block);
-    return matches.map(({ subscription, key, body }) => {
-      const id = newNotificationId();
-      const releaseHeight = block.height + Math.max(1, subscription.confirmations) - 1;
-      return {
-        id,
-        accountId: subscription.accountId,
-        subscriptionId: subscription.id,
-        eventType: 'address.transaction',
-        body: JSON.stringify(body(id)),
-        dedupeKey: blockDedupeKey(block.hash, key),
-        state: head >= releaseHeight ? 'pending' : 'held',
-        chain: network.name,
-        blockNumber: block.height,
-        blockHash: block.hash,
-        releaseHeight,
-      };
-    });
+    return blockNotifications(network.name, block, await deps.match(block), head);
   }
 
   function noteHeld(items: NewNotification[]): void {

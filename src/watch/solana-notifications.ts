@@ -13,7 +13,8 @@ import type { BlockMatch } from './follower.js';
 
 export interface SolanaMatcherDeps {
   network: Network;
-  index: AddressIndex;
+  /** Who watches an address: the follower's index, or a backfill's one subscription. */
+  index: Pick<AddressIndex, 'lookup'>;
 }
 
 /** A Solana match (kept as a name: its counterparties are those of the asset's movement). */

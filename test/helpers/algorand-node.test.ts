@@ -160,3 +160,33 @@ describe("the loopback Algorand node's transaction pool", () => {
     });
   });
 });
+
+describe('account transactions (a backfill’s history)', () => {
+  const BFO7 = 'BFO7NQTTXGYDPUEWJYLWPFZRUFQISHY4E2SKXARM7UROMAW36YYBGPSUYY';
+
+  it('has the recorded answer’s keys, the rounds asked for, newest first, paged with next', async () => {
+    node.setRounds([
+      { algod: recordedAlgodBlock(), indexer: recordedIndexerBlock() },
+      ...assembleRun(RECORDED_ROUND + 1, 2),
+    ]);
+    const real = parseExactJson(
+      fs.readFileSync(fixturePath('chains/algorand/indexer-account-transactions-testnet.json'), 'utf8'),
+    ) as Record<string, unknown>;
+    const path = `/v2/accounts/${BFO7}/transactions?min-round=${RECORDED_ROUND + 1}&limit=5`;
+    const first = parseExactJson((await get(path)).bytes.toString()) as Record<string, unknown>;
+    expect(Object.keys(first).sort()).toEqual(Object.keys(real).sort());
+    const rounds = (page: Record<string, unknown>) =>
+      (page.transactions as Record<string, unknown>[]).map((tx) => Number(tx['confirmed-round']));
+    // Four self-payments a round: five of the eight, the newest round's first.
+    expect(rounds(first)).toEqual([...Array(4).fill(RECORDED_ROUND + 2), RECORDED_ROUND + 1]);
+    const second = parseExactJson(
+      (await get(`${path}&next=${first['next-token']}`)).bytes.toString(),
+    ) as Record<string, unknown>;
+    expect(rounds(second)).toEqual(Array(3).fill(RECORDED_ROUND + 1));
+    const end = parseExactJson(
+      (await get(`${path}&next=${second['next-token']}`)).bytes.toString(),
+    ) as Record<string, unknown>;
+    expect(end.transactions).toEqual([]);
+    expect(end['next-token']).toBeUndefined();
+  });
+});

@@ -3,7 +3,7 @@
  * the block source uses (`/v2/status`, `/v2/status/wait-for-block-after/{round}` as a real long
  * poll, `/v2/blocks/{round}?format=msgpack`, `/v2/blocks/{round}/hash`, `/v2/transactions/params`,
  * `/v2/assets/{id}`) and the indexer's (`/health`, `/v2/blocks/{round}` with `header-only`,
- * `/v2/assets/{id}`), over the rounds it is given; and the algod paths an anchor uses to send a
+ * `/v2/assets/{id}`, `/v2/accounts/{address}/transactions`), over the rounds it is given; and the algod paths an anchor uses to send a
  * transaction and follow it (`POST /v2/transactions`, `/v2/transactions/pending/{txid}`).
  *
  * A round is held in both forms: algod's msgpack `{block, cert}` and the indexer's JSON. The real
@@ -12,6 +12,12 @@
  * transactions with another round number and previous-block hash, so that their hashes are
  * computed, not real. A round given only in indexer form (real indexer transactions that were
  * never recorded as msgpack) answers algod with 500.
+ *
+ * An account's transactions are the held rounds' indexer transactions it takes part in (sender,
+ * receiver, close-to, clawback target, in the transaction or one of its inner transactions; the
+ * top-level transaction is answered, as the indexer does), within `min-round`/`max-round`, newest
+ * round first, `limit` a page; the `next-token` is ours (the indexer's is opaque too), given with
+ * every non-empty page as the indexer does.
  *
  * SYNTHESIZED, not recorded (no answer of these was ever recorded): `/v2/status`,
  * `/v2/transactions/params` (the genesis is the recorded round's, testnet's, unless set; `fee` 0
@@ -367,6 +373,42 @@ export async function startAlgorandNode(): Promise<AlgorandNode> {
     return m ? pending(m[1]!, query) : undefined;
   }
 
+  /** The accounts a transaction of the indexer's model, or one of its inner ones, names as a party. */
+  function parties(tx: Json, into = new Set<string>()): Set<string> {
+    const pay = tx['payment-transaction'] as Json | undefined;
+    const axfer = tx['asset-transfer-transaction'] as Json | undefined;
+    for (const a of [
+      tx.sender,
+      pay?.receiver,
+      pay?.['close-remainder-to'],
+      axfer?.receiver,
+      axfer?.['close-to'],
+      axfer?.sender,
+    ])
+      if (typeof a === 'string') into.add(a);
+    for (const inner of (tx['inner-txns'] as Json[] | undefined) ?? []) parties(inner, into);
+    return into;
+  }
+
+  function accountTransactions(address: string, query: URLSearchParams): Reply {
+    const min = Number(query.get('min-round') ?? 0);
+    const max = Number(query.get('max-round') ?? tip);
+    const limit = Math.min(Number(query.get('limit') ?? 1000), 1000);
+    const skip = Number(query.get('next') ?? 0);
+    const all: Json[] = [];
+    for (const round of [...rounds.keys()].sort((a, b) => b - a)) {
+      if (round < min || round > max) continue;
+      for (const tx of (rounds.get(round)!.indexer.transactions as Json[]) ?? [])
+        if (parties(tx).has(address)) all.push(tx);
+    }
+    const page = all.slice(skip, skip + limit);
+    return json({
+      'current-round': BigInt(tip),
+      ...(page.length > 0 ? { 'next-token': String(skip + page.length) } : {}),
+      transactions: page,
+    });
+  }
+
   function indexer(path: string, query: URLSearchParams): Reply | undefined {
     if (path === '/health')
       return json({
@@ -376,6 +418,8 @@ export async function startAlgorandNode(): Promise<AlgorandNode> {
         round: BigInt(tip),
         version: '3.9.0',
       });
+    const account = /^\/v2\/accounts\/([A-Z2-7]{58})\/transactions$/.exec(path);
+    if (account) return accountTransactions(account[1]!, query);
     const m = /^\/v2\/blocks\/(\d+)$/.exec(path);
     if (!m) return undefined;
     const held = rounds.get(Number(m[1]));

@@ -215,4 +215,26 @@ describe('Esplora answers', () => {
       block_time: block.timestamp,
     });
   });
+
+  it('serves an address’s confirmed history with the recorded address answer’s keys and types, paged', async () => {
+    const raw = block702861();
+    node.setChain([raw], 702861);
+    const block = Block.fromBuffer(raw);
+    // An output address of a transaction whose inputs the node holds, as the recorded answer's.
+    const txids = new Set(block.transactions!.map((t) => t.getId()));
+    const chosen = block.transactions!.find(
+      (t) =>
+        !t.isCoinbase() &&
+        t.ins.every((i) => txids.has(Buffer.from(i.hash).reverse().toString('hex'))) &&
+        t.outs.every((o) => o.script[0] !== 0x6a),
+    )!;
+    const ours = (await get(`/tx/${chosen.getId()}`)) as Json;
+    const address = (ours.vout as Json[])[0]!.scriptpubkey_address as string;
+    const history = (await get(`/address/${address}/txs/chain`)) as Json[];
+    expect(history.map((t) => t.txid)).toContain(chosen.getId());
+    expect(shape(history)).toEqual(shape(esploraTxs));
+    // Paging after the last txid seen: past the end, an empty page.
+    const last = history[history.length - 1]!.txid as string;
+    expect(await get(`/address/${address}/txs/chain/${last}`)).toEqual([]);
+  });
 });

@@ -12,6 +12,11 @@
  * empty script (no address) worth 0 sat, created at height 0 — invented, so that a block like
  * 702861, whose inputs mostly spend older blocks, can be followed as a whole.
  *
+ * An address's confirmed history (`/address/:address/txs/chain[/:last_seen_txid]`) is the
+ * transactions of the held blocks whose outputs or spent outputs pay it, newest block first and,
+ * within a block, last transaction first (our choice: Esplora does not document the order within a
+ * block), 25 a page.
+ *
  * What it leaves out of the real answers: Core 23+'s `desc` in scriptPubKeys; Esplora's
  * `sigops` and the `inner_redeemscript_asm`/`inner_witnessscript_asm` of script-hash spends.
  * `chainwork` and `mediantime` are computed over the blocks it holds only.
@@ -125,6 +130,8 @@ export async function startBitcoinNode(options: BitcoinNodeOptions = {}): Promis
   let truncatePage = false;
   /** Rendered transactions by block and answer kind: rendering a 2,500-transaction block takes half a second. */
   let rendered = new Map<string, Json[]>();
+  /** Rendered transactions of every held block, newest first, by the addresses they touch. */
+  let histories: Map<string, Json[]> | undefined;
   const renderOnce = (key: string, render: () => Json[]): Json[] => {
     let txs = rendered.get(key);
     if (!txs) {
@@ -139,6 +146,7 @@ export async function startBitcoinNode(options: BitcoinNodeOptions = {}): Promis
     if (next.txindex !== undefined) settings.txindex = next.txindex;
     if (next.unheldPrevouts !== undefined) settings.unheldPrevouts = next.unheldPrevouts;
     rendered = new Map();
+    histories = undefined;
   }
   configure(options);
 
@@ -156,6 +164,7 @@ export async function startBitcoinNode(options: BitcoinNodeOptions = {}): Promis
     chain = held;
     firstHeight = first;
     rendered = new Map();
+    histories = undefined;
     byHash = new Map(held.map((b) => [b.hash, b]));
     byTxid = new Map();
     for (const b of held) {
@@ -234,6 +243,35 @@ export async function startBitcoinNode(options: BitcoinNodeOptions = {}): Promis
     return json(page);
   }
 
+  function addressHistory(address: string, lastSeen: string | undefined): Reply {
+    if (!histories) {
+      histories = new Map();
+      for (const held of [...chain].reverse()) {
+        const txs = renderOnce(`esplora:${held.hash}`, () =>
+          held.txs.map((tx) => esploraTransaction(tx, prevoutsOf(tx, held), statusOf(held), network)),
+        );
+        for (const tx of [...txs].reverse()) {
+          const spent = (tx.vin as Json[]).map((input) => input.prevout as Json | null);
+          const paid = tx.vout as Json[];
+          const touched = new Set<string>();
+          for (const output of [...spent, ...paid]) {
+            const a = output?.scriptpubkey_address;
+            if (typeof a === 'string') touched.add(a);
+          }
+          for (const a of touched) histories.set(a, [...(histories.get(a) ?? []), tx]);
+        }
+      }
+    }
+    const all = histories.get(address) ?? [];
+    let start = 0;
+    if (lastSeen !== undefined) {
+      start = all.findIndex((tx) => tx.txid === lastSeen) + 1;
+      // Esplora answers a txid it does not know in this history with an empty page.
+      if (start === 0) return json([]);
+    }
+    return json(all.slice(start, start + PAGE));
+  }
+
   function esplora(path: string): Reply {
     const top = tip();
     if (path === '/blocks/tip/height') return top ? text(String(top.height)) : text('Block not found', 404);
@@ -252,6 +290,8 @@ export async function startBitcoinNode(options: BitcoinNodeOptions = {}): Promis
       if (m[3] !== undefined) return esploraTxs(held, m[3]);
       return json(esploraBlock(held));
     }
+    m = /^\/address\/([^/]+)\/txs\/chain(?:\/([0-9a-f]{64}))?$/.exec(path);
+    if (m) return addressHistory(m[1]!, m[2]);
     m = /^\/tx\/([0-9a-f]{64})$/.exec(path);
     const found = m ? byTxid.get(m[1]!) : undefined;
     if (found)
@@ -363,6 +403,13 @@ export async function startBitcoinNode(options: BitcoinNodeOptions = {}): Promis
         const verbosity =
           params[1] === undefined ? 1 : params[1] === true ? 1 : params[1] === false ? 0 : Number(params[1]);
         return coreBlock(held, verbosity);
+      }
+      case 'getblockheader': {
+        const held = typeof params[0] === 'string' ? byHash.get(params[0]) : undefined;
+        if (!held) throw new RpcError(-5, 'Block not found');
+        if (params[1] === false) return held.raw.subarray(0, 80).toString('hex');
+        const { tx: _tx, size: _s, strippedsize: _ss, weight: _w, ...header } = coreBlock(held, 1) as Json;
+        return header;
       }
       case 'getrawtransaction':
         return getrawtransaction(params[0], params[1]);

@@ -48,6 +48,8 @@ export interface DevnetOptions {
   websocket?: boolean;
   /** LEDGERHOOK_WATCH_POLL_INTERVAL (50ms by default). */
   pollInterval?: string;
+  /** More service settings. */
+  env?: Record<string, string>;
 }
 
 export interface Devnet {
@@ -135,6 +137,7 @@ export async function startDevnet(backend: Backend, options: DevnetOptions = {})
         LEDGERHOOK_CONFIG: configFile,
         LEDGERHOOK_WATCH_POLL_INTERVAL: options.pollInterval ?? '50ms',
         LEDGERHOOK_ROLES: 'all',
+        ...options.env,
       },
       { alwaysFollow: ['DEVNET'] },
     );

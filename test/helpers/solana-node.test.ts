@@ -3,8 +3,11 @@
  * recorded answer (rewards left out when asked), an assembled block has the recorded answer's keys
  * and types, and errors have a real node's codes and messages.
  */
+
+import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseExactJson } from '../../src/chains/node-http.js';
+import { fixturePath } from './fixture-node.js';
 import { recordedBlockText } from './solana-blocks.js';
 import {
   assembleBlock,
@@ -99,5 +102,39 @@ describe('the loopback Solana node', () => {
     });
     expect(((await rpc('getBlock', [R - 5, {}])).error as Json).code).toBe(-32001n);
     expect((await rpc('getSlot', [{ commitment: 'confirmed' }])).result).toBe(BigInt(R + 2));
+  });
+
+  it('history: getTransaction has a recorded getTransaction answer’s keys; signatures newest first', async () => {
+    const real = parseExactJson(
+      fs.readFileSync(
+        fixturePath('chains/solana/getTransaction-jsonParsed-sol-transfer-mainnet.json'),
+        'utf8',
+      ),
+    ) as Json;
+    const answer = (
+      await rpc('getTransaction', [SIGNATURE, { encoding: 'jsonParsed', maxSupportedTransactionVersion: 0 }])
+    ).result as Json;
+    const realResult = real.result as Json;
+    // The recorded block's entries carry no `version` (legacy transactions, answered before it).
+    const expected = Object.keys(realResult)
+      .filter((k) => k !== 'version' || 'version' in answer)
+      .sort();
+    expect(Object.keys(answer).sort()).toEqual(expected);
+    expect(Object.keys(answer.meta as Json).sort()).toEqual(
+      Object.keys(realResult.meta as Json)
+        .filter((k) => k in (answer.meta as Json))
+        .sort(),
+    );
+    // Held twice (the assembled block reuses it): answered from the higher slot.
+    expect(answer.slot).toBe(BigInt(R + 2));
+
+    const receiver = 'GJ7sYR315wBMmFkSbvAbZai216sA8Mpf58JBmRHZP4eL';
+    const signatures = (await rpc('getSignaturesForAddress', [receiver, { limit: 1000 }])).result as Json[];
+    expect(signatures.map((e) => e.slot)).toEqual([BigInt(R + 2), BigInt(R)]);
+    expect(Object.keys(signatures[0]!).sort()).toEqual(
+      ['blockTime', 'confirmationStatus', 'err', 'memo', 'signature', 'slot'].sort(),
+    );
+    const after = (await rpc('getSignaturesForAddress', [receiver, { before: SIGNATURE }])).result as Json[];
+    expect(after.map((e) => e.slot)).toEqual([BigInt(R)]);
   });
 });

@@ -8,12 +8,27 @@
  * (see that folder's README): real transactions of the recorded blocks in blocks of our own,
  * with made-up blockhashes; and skipped slots, answered as a real node does (-32007). A slot
  * above the tip is not available yet (-32004); one below the first held was cleaned up (-32001).
+ *
+ * For history (a backfill), derived from the held blocks' transactions, at `confirmed`:
+ * - `getSignaturesForAddress`: the transactions naming the address among their accounts
+ *   (lookup-table ones included), newest slot first and, within a slot, last transaction first
+ *   (our choice), `before`/`until` exclusive, `limit` (default 1,000); `memo` is always null.
+ * - `getTransaction` (`jsonParsed`): the block's entry with `slot`, `blockTime` and its
+ *   `transactionIndex` in the block. Assembled
+ *   blocks reuse recorded transactions, so one signature may be held in several slots: it is
+ *   answered from the highest (a real node holds each once).
+ * - `getTokenAccountsByOwner`: CONSTRUCTED from the token balances of the held transactions (the
+ *   accounts whose recorded `owner` is the address), for the `programId` asked; a balance without
+ *   `programId` (2021 answers) counts as the classic Token program's. `account` carries only
+ *   what a zero-length `dataSlice` shows, with lamports and rentEpoch made up as 0.
+ * - `getBlockTime`: the block's `blockTime`.
  */
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { getBase58Decoder } from '@solana/kit';
 import { stringify } from 'lossless-json';
 import { type WebSocket, WebSocketServer } from 'ws';
+import { solanaTransactionFromJson } from '../../src/chains/solana/activity.js';
 import { listenOnLoopback, type RestartableNode } from './loopback-server.js';
 import { type RecordedSlot, recordedBlock } from './solana-blocks.js';
 
@@ -155,7 +170,106 @@ export async function startSolanaNode(): Promise<SolanaNode> {
     return { result: blockText(held.block, details, config.rewards !== false) };
   }
 
+  const CLASSIC_TOKEN = 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA';
+  /** Each held transaction's accounts, parsed once. */
+  const accountsCache = new WeakMap<Json, string[]>();
+  const accountsOf = (entry: Json): string[] => {
+    let accounts = accountsCache.get(entry);
+    if (!accounts) {
+      accounts = solanaTransactionFromJson(entry).accounts;
+      accountsCache.set(entry, accounts);
+    }
+    return accounts;
+  };
+  const signatureOf = (entry: Json) => ((entry.transaction as Json).signatures as string[])[0]!;
+
+  /** Held blocks at `confirmed`, newest first, with their transactions last first. */
+  function* newestFirst(): Generator<{ slot: number; block: Json; entry: Json; index: number }> {
+    for (const slot of [...slots.keys()].sort((a, b) => b - a)) {
+      const held = slots.get(slot)!;
+      if (slot > tip || !('block' in held)) continue;
+      const entries = (held.block.transactions as Json[]) ?? [];
+      for (let i = entries.length - 1; i >= 0; i--)
+        yield { slot, block: held.block, entry: entries[i]!, index: i };
+    }
+  }
+
+  function getSignaturesForAddress(params: unknown[]): { result?: string; error?: RpcError } {
+    const address = String(params[0]);
+    const config = (params[1] ?? {}) as Json;
+    const limit = Math.min(Number(config.limit ?? 1000), 1000);
+    const found: Json[] = [];
+    let started = config.before === undefined;
+    for (const { slot, block, entry } of newestFirst()) {
+      const signature = signatureOf(entry);
+      if (!started) {
+        started = signature === config.before;
+        continue;
+      }
+      if (signature === config.until || found.length >= limit) break;
+      if (!accountsOf(entry).includes(address)) continue;
+      const err = (entry.meta as Json).err ?? null;
+      found.push({
+        signature,
+        slot,
+        err,
+        memo: null,
+        blockTime: block.blockTime,
+        confirmationStatus: 'confirmed',
+      });
+    }
+    return { result: stringify(found) ?? '[]' };
+  }
+
+  function getTransaction(params: unknown[]): { result?: string; error?: RpcError } {
+    for (const { slot, block, entry, index } of newestFirst()) {
+      if (signatureOf(entry) === params[0])
+        return {
+          result:
+            stringify({ slot, blockTime: block.blockTime, transactionIndex: index, ...entry }) ?? 'null',
+        };
+    }
+    return { result: 'null' };
+  }
+
+  function getTokenAccountsByOwner(params: unknown[]): { result?: string; error?: RpcError } {
+    const owner = String(params[0]);
+    const programId = String(((params[1] ?? {}) as Json).programId);
+    const accounts = new Set<string>();
+    for (const { entry } of newestFirst()) {
+      const meta = entry.meta as Json;
+      const keys = accountsOf(entry);
+      for (const balance of [
+        ...((meta.preTokenBalances as Json[]) ?? []),
+        ...((meta.postTokenBalances as Json[]) ?? []),
+      ]) {
+        if (balance.owner === owner && (balance.programId ?? CLASSIC_TOKEN) === programId)
+          accounts.add(keys[Number(balance.accountIndex)]!);
+      }
+    }
+    const value = [...accounts].map((pubkey) => ({
+      pubkey,
+      account: {
+        data: ['', 'base64'],
+        executable: false,
+        lamports: 0,
+        owner: programId,
+        rentEpoch: 0,
+        space: 0,
+      },
+    }));
+    return { result: stringify({ context: { apiVersion: '2.0.0', slot: tip }, value }) ?? 'null' };
+  }
+
   function answer(method: string, params: unknown[]): { result?: string; error?: RpcError } {
+    if (method === 'getSignaturesForAddress') return getSignaturesForAddress(params);
+    if (method === 'getTransaction') return getTransaction(params);
+    if (method === 'getTokenAccountsByOwner') return getTokenAccountsByOwner(params);
+    if (method === 'getBlockTime') {
+      const found = getBlock([params[0], { transactionDetails: 'none', rewards: false }]);
+      if (found.error) return found;
+      return { result: String((JSON.parse(found.result!) as Json).blockTime) };
+    }
     if (method === 'getSlot') {
       const config = (params[0] ?? {}) as Json;
       // A real node answers getSlot at `finalized` when no commitment is given.

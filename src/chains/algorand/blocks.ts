@@ -24,6 +24,8 @@ export interface AlgorandHeader {
   genesisId: string;
   /** Base64, as algod's and the indexer's JSON write it. */
   genesisHash: string;
+  /** Unix seconds. */
+  timestamp: number;
 }
 
 export interface AlgorandBlock extends AlgorandHeader {
@@ -67,6 +69,7 @@ function headerFacts(header: algosdk.BlockHeader): AlgorandHeader {
     parentHash: base32(header.branch),
     genesisId: header.genesisID,
     genesisHash: base64(header.genesisHash),
+    timestamp: Number(header.timestamp),
   };
 }
 
@@ -309,13 +312,16 @@ function fromIndexerTransaction(tx: Json): AlgorandTransaction {
   return out;
 }
 
+/** A top-level transaction of the indexer's Transaction model (a block's, or a search's) as activity. */
+export function topTransactionFromIndexer(tx: unknown): AlgorandTopTransaction {
+  if (!isObject(tx)) throw new MalformedBlock('a transaction is not an object');
+  return { id: field(tx, 'id', isString, 'a string'), ...fromIndexerTransaction(tx) };
+}
+
 /** The indexer's `/v2/blocks/{round}` body as a block (its header only when it has no transactions). */
 export function blockFromIndexer(block: unknown): AlgorandBlock {
   if (!isObject(block)) throw new MalformedBlock('the body is not an object');
   const header = headerFromIndexer(block);
-  const activity = list(block, 'transactions').map((tx): AlgorandTopTransaction => {
-    if (!isObject(tx)) throw new MalformedBlock('a transaction is not an object');
-    return { id: field(tx, 'id', isString, 'a string'), ...fromIndexerTransaction(tx) };
-  });
+  const activity = list(block, 'transactions').map(topTransactionFromIndexer);
   return { ...headerFacts(header), activity };
 }

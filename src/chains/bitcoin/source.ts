@@ -51,7 +51,11 @@ const NO_PARENT = '0'.repeat(64);
  * a failure no further item starts, and the first error is thrown once the running ones have
  * settled, so a failed block leaves no requests of its own behind.
  */
-async function mapBounded<T, R>(items: T[], limit: number, task: (item: T) => Promise<R>): Promise<R[]> {
+export async function mapBounded<T, R>(
+  items: T[],
+  limit: number,
+  task: (item: T) => Promise<R>,
+): Promise<R[]> {
   const results = new Array<R>(items.length);
   let next = 0;
   let failure: { error: unknown } | undefined;
@@ -111,7 +115,7 @@ function esploraEndpoint(output: unknown, network: Network): BitcoinEndpoint | u
 }
 
 /** One Esplora transaction (the `/tx/:txid` schema), or a description of what does not fit. */
-function esploraTransaction(tx: unknown, network: Network): BitcoinTransaction | string {
+export function esploraTransaction(tx: unknown, network: Network): BitcoinTransaction | string {
   if (!isObject(tx)) return 'a transaction that is not an object';
   const txid = asString(tx.txid);
   if (!txid || !HASH.test(txid)) return 'a transaction without a txid';

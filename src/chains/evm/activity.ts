@@ -101,7 +101,11 @@ function word(data: Hex, index: number): bigint {
 
 const lower = (address: Hex): Hex => address.toLowerCase() as Hex;
 
-function logTransfers(log: RpcLog, txHash: Hex, txIndex: number, out: EvmTransfer[]): void {
+/**
+ * The token transfers one log records (none for other events), appended to `out`: the follower
+ * reads logs from receipts, a backfill from eth_getLogs, both through this.
+ */
+export function logTransfers(log: RpcLog, txHash: Hex, txIndex: number, out: EvmTransfer[]): void {
   const [topic0, t1, t2, t3] = log.topics;
   if (topic0 !== TRANSFER_TOPIC && topic0 !== TRANSFER_SINGLE_TOPIC && topic0 !== TRANSFER_BATCH_TOPIC)
     return;

@@ -1,0 +1,116 @@
+import { algorandHistory } from '../chains/algorand/history.js';
+import { createAssetInfoCache } from '../chains/algorand/source.js';
+import { bitcoinHistory } from '../chains/bitcoin/history.js';
+import { bitcoinParams } from '../chains/bitcoin/params.js';
+import { createTokenInfoCache } from '../chains/evm/activity.js';
+import { evmHistory } from '../chains/evm/history.js';
+import type { Network } from '../chains/networks.js';
+import { solanaHistory } from '../chains/solana/history.js';
+import type { HistorySource } from '../chains/source.js';
+import type { Throttle } from '../shared/throttle.js';
+import type { WatchedSubscription } from '../subscriptions/events.js';
+import { algorandMatcher } from '../watch/algorand-notifications.js';
+import { bitcoinMatcher } from '../watch/bitcoin-notifications.js';
+import { evmMatcher } from '../watch/evm-notifications.js';
+import type { BlockMatcher } from '../watch/follower.js';
+import { solanaMatcher } from '../watch/solana-notifications.js';
+import { evmClient } from '../watch/watcher.js';
+
+/** Who watches an address during a backfill: its one subscription, for the addresses it found. */
+export type Lookup = { lookup(network: string, address: string): readonly WatchedSubscription[] };
+
+/**
+ * A network as a backfill sees it: the family's history source, and the follower's own matcher
+ * for the family given who watches what, so a backfill notifies exactly what the follower would.
+ */
+export interface BackfillFamily {
+  history: HistorySource<unknown>;
+  matcher(index: Lookup): BlockMatcher<unknown>;
+  /** Whether addresses are compared whatever their case (EVM). */
+  caseless: boolean;
+}
+
+export interface FamilyOptions {
+  throttle: Throttle;
+  /** Blocks per scan. */
+  chunk: number;
+}
+
+/** The network's backfill parts; undefined when it has no node configured. */
+export function backfillFamily(network: Network, options: FamilyOptions): BackfillFamily | undefined {
+  if (network.rpcUrls.length === 0) return undefined;
+  if (network.family === 'evm') {
+    const client = evmClient(network.rpcUrls);
+    const tokens = createTokenInfoCache(client);
+    return {
+      history: evmHistory({
+        client,
+        throttle: options.throttle,
+        chunk: options.chunk,
+      }) as HistorySource<unknown>,
+      matcher: (index) => evmMatcher({ network, index, tokens }) as BlockMatcher<unknown>,
+      caseless: true,
+    };
+  }
+  if (network.family === 'bitcoin') {
+    // The same node API the live follower reads, so the transactions are the ones it sees.
+    return {
+      history: bitcoinHistory({
+        url: network.rpcUrls[0]!,
+        api: network.api,
+        network: bitcoinParams(network.bitcoinChain),
+        throttle: options.throttle,
+        chunk: options.chunk,
+      }) as HistorySource<unknown>,
+      matcher: (index) => bitcoinMatcher({ network, index }) as BlockMatcher<unknown>,
+      caseless: false,
+    };
+  }
+  if (network.family === 'algorand') {
+    // The indexer where there is one (its account index is what makes a backfill cheap), even
+    // when the follower reads algod; else algod, round by round.
+    const indexerUrl = network.indexerUrls[0] ?? (network.api === 'indexer' ? network.rpcUrls[0] : undefined);
+    const genesis = { genesisId: network.genesisId, genesisHash: network.genesisHash };
+    // ASA decimals from the API the follower reads them from, so amounts are written alike.
+    const api = network.api === 'indexer' ? 'indexer' : 'algod';
+    const assets = createAssetInfoCache({
+      url: api === 'indexer' ? (network.indexerUrls[0] ?? network.rpcUrls[0]!) : network.rpcUrls[0]!,
+      api,
+    });
+    return {
+      history: algorandHistory({
+        indexerUrl,
+        algodUrl: network.rpcUrls[0]!,
+        ...genesis,
+        throttle: options.throttle,
+        chunk: options.chunk,
+      }) as HistorySource<unknown>,
+      matcher: (index) => algorandMatcher({ network, index, assets }) as BlockMatcher<unknown>,
+      caseless: false,
+    };
+  }
+  if (network.family === 'solana') {
+    return {
+      history: solanaHistory({
+        url: network.rpcUrls[0]!,
+        commitment: network.commitment,
+        throttle: options.throttle,
+        chunk: options.chunk,
+      }) as HistorySource<unknown>,
+      matcher: (index) => solanaMatcher({ network, index }) as BlockMatcher<unknown>,
+      caseless: false,
+    };
+  }
+  return undefined;
+}
+
+/** A lookup that answers `subscription` (with the address as stored) for the given addresses. */
+export function lookupOf(
+  subscription: Omit<WatchedSubscription, 'address'>,
+  addresses: readonly string[],
+  caseless: boolean,
+): Lookup {
+  const key = (a: string) => (caseless ? a.toLowerCase() : a);
+  const byAddress = new Map(addresses.map((a) => [key(a), [{ ...subscription, address: a }]]));
+  return { lookup: (_network, address) => byAddress.get(key(address)) ?? [] };
+}

@@ -1,0 +1,222 @@
+import { and, eq, sql } from 'drizzle-orm';
+import type { Logger } from 'pino';
+import type { ChainBlock } from '../chains/source.js';
+import { enqueueNotifications, type NewNotification } from '../notify/outbox.js';
+import { createSleeper } from '../shared/sleeper.js';
+import type { Db, HeldLock } from '../store/db.js';
+import { subscriptions } from '../subscriptions/schema.js';
+import { blockNotifications } from '../watch/follower.js';
+import type { BackfillFamily } from './families.js';
+import { lookupOf } from './families.js';
+import type { BackfillRow } from './jobs.js';
+import { backfills } from './schema.js';
+import { watchedAddresses } from './watched.js';
+
+export interface BackfillRunnerDeps {
+  db: Db;
+  family(network: string): BackfillFamily | undefined;
+  logger: Logger;
+  /** How often running backfills (created by other processes, or left by a dead one) are looked for. */
+  pollIntervalMs: number;
+  /** One process runs a backfill at a time (PostgreSQL advisory lock; always granted on PGlite). */
+  tryLock?: (name: string) => Promise<HeldLock | undefined>;
+  /** Backfills run at once in this process. */
+  concurrency?: number;
+  /** Longest wait between retries when a node or the database fails. */
+  maxBackoffMs?: number;
+}
+
+/** The job stopped on purpose (cancelled, subscription gone, lock lost): not an error. */
+class Stopped extends Error {}
+
+/**
+ * Runs backfills: each range is replayed a chunk at a time through its family's history source and
+ * the follower's matcher; a chunk's notifications and the job's new position commit together, so a
+ * process killed mid-way resumes after the last chunk committed. Notifications carry the dedupe
+ * keys the follower's would, so nothing the follower sent is sent again, nor the reverse.
+ */
+export function createBackfillRunner(deps: BackfillRunnerDeps) {
+  const log = deps.logger.child({ component: 'backfill' });
+  const sleeper = createSleeper();
+  const active = new Map<string, Promise<void>>();
+  /** Each job waits on its own, so that stopping wakes them all. */
+  const jobSleepers = new Set<ReturnType<typeof createSleeper>>();
+  const concurrency = deps.concurrency ?? 2;
+  let running = false;
+  let loopDone: Promise<void> | undefined;
+
+  async function stillRunning(id: string): Promise<boolean> {
+    const [row] = await deps.db
+      .select({ state: backfills.state })
+      .from(backfills)
+      .where(eq(backfills.id, id));
+    return row?.state === 'running';
+  }
+
+  async function finish(id: string, state: 'done' | 'failed', error: string | null): Promise<void> {
+    const now = new Date();
+    await deps.db
+      .update(backfills)
+      .set({ state, error, updatedAt: now, finishedAt: now })
+      .where(and(eq(backfills.id, id), eq(backfills.state, 'running')));
+  }
+
+  async function run(job: BackfillRow, lock: HeldLock | undefined): Promise<void> {
+    const jlog = log.child({ backfill: job.id, subscription: job.subscriptionId });
+    const nap = createSleeper();
+    jobSleepers.add(nap);
+    try {
+      await replay(job, lock, jlog, nap);
+    } finally {
+      jobSleepers.delete(nap);
+    }
+  }
+
+  async function replay(
+    job: BackfillRow,
+    lock: HeldLock | undefined,
+    jlog: Logger,
+    nap: ReturnType<typeof createSleeper>,
+  ): Promise<void> {
+    let lost = false;
+    void lock?.lost.then(() => {
+      lost = true;
+    });
+    const family = deps.family(job.network);
+    if (!family) {
+      await finish(job.id, 'failed', `the ${job.network} network has no node configured here`);
+      return;
+    }
+    const [sub] = await deps.db.select().from(subscriptions).where(eq(subscriptions.id, job.subscriptionId));
+    if (!sub || sub.deletedAt) {
+      await finish(job.id, 'failed', 'the subscription was deleted');
+      return;
+    }
+    const watching = {
+      id: sub.id,
+      accountId: sub.accountId,
+      network: job.network,
+      confirmations: sub.confirmations,
+      mempool: sub.mempool,
+    };
+    const depth = Math.max(1, sub.confirmations);
+    let position = job.position;
+    await deps.db
+      .update(backfills)
+      .set({ startedAt: new Date(), startedPosition: position, updatedAt: new Date() })
+      .where(eq(backfills.id, job.id));
+    jlog.info({ from: position + 1, to: job.toHeight }, 'backfill running');
+    let failures = 0;
+    while (position < job.toHeight) {
+      if (!running || lost || !(await stillRunning(job.id))) throw new Stopped();
+      try {
+        const from = position + 1;
+        let to = Math.min(job.toHeight, position + family.history.chunk);
+        // A block is notified once as deep as the subscription asks, as the follower does: the
+        // range's last blocks wait for their confirmations rather than be held in the outbox.
+        const head = await family.history.tip();
+        to = Math.min(to, head - depth + 1);
+        if (to < from) {
+          await nap.sleep(deps.pollIntervalMs);
+          continue;
+        }
+        // Re-read per chunk: the address list may change while a long backfill runs.
+        const watched = await watchedAddresses(deps.db, job.subscriptionId, family.caseless);
+        const scan = await family.history.scan(from, to, watched);
+        const match = family.matcher(lookupOf(watching, scan.watched, family.caseless));
+        const items: NewNotification[] = [];
+        for (const block of scan.blocks as ChainBlock<unknown>[])
+          items.push(...blockNotifications(job.network, block, await match(block), head, { backfill: true }));
+        await deps.db.transaction(async (tx) => {
+          const inserted = await enqueueNotifications(tx, items);
+          const moved = await tx
+            .update(backfills)
+            .set({
+              position: to,
+              found: sql`${backfills.found} + ${inserted.length}`,
+              error: null,
+              updatedAt: new Date(),
+            })
+            .where(and(eq(backfills.id, job.id), eq(backfills.state, 'running')))
+            .returning({ id: backfills.id });
+          // Cancelled meanwhile: none of this chunk is kept.
+          if (moved.length === 0) throw new Stopped();
+        });
+        position = to;
+        failures = 0;
+      } catch (err) {
+        if (err instanceof Stopped) throw err;
+        failures++;
+        const waitMs = Math.min(
+          deps.maxBackoffMs ?? 30_000,
+          deps.pollIntervalMs * 2 ** Math.min(failures, 10),
+        );
+        const message = err instanceof Error ? err.message : String(err);
+        jlog.warn({ err: message, retryInMs: waitMs }, 'backfill chunk failed; retrying');
+        await deps.db
+          .update(backfills)
+          .set({ error: message.slice(0, 1_000), updatedAt: new Date() })
+          .where(and(eq(backfills.id, job.id), eq(backfills.state, 'running')))
+          .catch(() => {});
+        await nap.sleep(waitMs);
+      }
+    }
+    await finish(job.id, 'done', null);
+    jlog.info('backfill done');
+  }
+
+  async function claim(job: BackfillRow): Promise<void> {
+    const lock = deps.tryLock ? await deps.tryLock(`backfill:${job.id}`) : undefined;
+    if (deps.tryLock && !lock) return;
+    const done = run(job, lock)
+      .catch((err: unknown) => {
+        if (!(err instanceof Stopped)) log.error({ err, backfill: job.id }, 'backfill stopped by an error');
+      })
+      .finally(async () => {
+        active.delete(job.id);
+        await lock?.release().catch(() => {});
+        sleeper.wake();
+      });
+    active.set(job.id, done);
+  }
+
+  async function loop(): Promise<void> {
+    while (running) {
+      try {
+        if (active.size < concurrency) {
+          const jobs = await deps.db
+            .select()
+            .from(backfills)
+            .where(eq(backfills.state, 'running'))
+            .orderBy(backfills.createdAt);
+          for (const job of jobs) {
+            if (!running || active.size >= concurrency) break;
+            if (!active.has(job.id)) await claim(job);
+          }
+        }
+      } catch (err) {
+        log.warn({ err }, 'looking for backfills failed; retrying');
+      }
+      await sleeper.sleep(deps.pollIntervalMs);
+    }
+  }
+
+  return {
+    start(): void {
+      if (running) return;
+      running = true;
+      loopDone = loop();
+    },
+    /** A backfill was created in this process: look now. */
+    wake: sleeper.wake,
+    async stop(): Promise<void> {
+      running = false;
+      sleeper.wake();
+      for (const nap of jobSleepers) nap.wake();
+      await loopDone;
+      await Promise.all(active.values());
+    },
+  };
+}
+
+export type BackfillRunner = ReturnType<typeof createBackfillRunner>;

@@ -1,0 +1,204 @@
+/**
+ * History of watched addresses on an EVM chain, for a backfill: token transfers through
+ * `eth_getLogs` with the addresses in the topics, native transfers by scanning each block of the
+ * range (no node indexes value transfers by address), every request through a throttle.
+ */
+import { type Hex, type PublicClient, pad } from 'viem';
+import type { Throttle } from '../../shared/throttle.js';
+import type { ChainBlock, HistorySource, WatchedAddresses } from '../source.js';
+import {
+  logTransfers,
+  type RpcBlock,
+  type RpcLog,
+  type RpcReceipt,
+  type RpcTransaction,
+  rpcTransfers,
+  TRANSFER_BATCH_TOPIC,
+  TRANSFER_SINGLE_TOPIC,
+  TRANSFER_TOPIC,
+} from './activity.js';
+import type { EvmBlockActivity, EvmTransfer } from './types.js';
+
+/** Addresses per topic filter: nodes accept a few hundred alternatives per topic. */
+const TOPIC_PAGE = 200;
+/** Above this many watched addresses, a range's transfer logs are read whole and matched here. */
+const FILTERED_LOGS_MAX = 1_000;
+/** Blocks read at once while scanning for native transfers. */
+const BLOCKS_IN_FLIGHT = 4;
+
+interface RpcHistoryLog extends RpcLog {
+  blockNumber: Hex;
+  blockHash: Hex;
+  transactionHash: Hex;
+  transactionIndex: Hex;
+  removed?: boolean;
+}
+
+const hex = (n: number): Hex => `0x${n.toString(16)}`;
+const lower = (a: string) => a.toLowerCase();
+
+export interface EvmHistoryOptions {
+  client: PublicClient;
+  throttle: Throttle;
+  /** Blocks per scan. */
+  chunk: number;
+}
+
+export function evmHistory({ client, throttle, chunk }: EvmHistoryOptions): HistorySource<EvmBlockActivity> {
+  async function request<T>(method: string, params: unknown[]): Promise<T> {
+    await throttle.take();
+    return (await client.request({ method: method as never, params: params as never })) as T;
+  }
+
+  function getLogs(from: number, to: number, topics: (Hex | Hex[] | null)[]): Promise<RpcHistoryLog[]> {
+    return request<RpcHistoryLog[]>('eth_getLogs', [{ fromBlock: hex(from), toBlock: hex(to), topics }]);
+  }
+
+  /**
+   * Transfer logs of the range touching watched addresses: the senders' and the recipients' topic
+   * positions of Transfer and of TransferSingle/TransferBatch, a page of addresses at a time; for
+   * very many addresses, every transfer log of the range (matched by the caller).
+   */
+  async function transferLogs(from: number, to: number, watched: WatchedAddresses): Promise<RpcHistoryLog[]> {
+    const erc1155: Hex[] = [TRANSFER_SINGLE_TOPIC, TRANSFER_BATCH_TOPIC];
+    const found: RpcHistoryLog[] = [];
+    if (watched.count > FILTERED_LOGS_MAX) {
+      found.push(...(await getLogs(from, to, [[TRANSFER_TOPIC, ...erc1155]])));
+    } else {
+      for await (const page of watched.pages(TOPIC_PAGE)) {
+        const topics = page.map((a) => pad(lower(a) as Hex, { size: 32 }));
+        const answers = await Promise.all([
+          getLogs(from, to, [TRANSFER_TOPIC, topics]),
+          getLogs(from, to, [TRANSFER_TOPIC, null, topics]),
+          getLogs(from, to, [erc1155, null, topics]),
+          getLogs(from, to, [erc1155, null, null, topics]),
+        ]);
+        for (const logs of answers) found.push(...logs);
+      }
+    }
+    // A transfer between two watched addresses is found by both queries: once is enough.
+    const unique = new Map<string, RpcHistoryLog>();
+    for (const log of found) if (!log.removed) unique.set(`${log.blockHash}:${log.logIndex}`, log);
+    return [...unique.values()];
+  }
+
+  async function blocksOf(from: number, to: number): Promise<RpcBlock[]> {
+    const blocks = new Array<RpcBlock>(to - from + 1);
+    let next = from;
+    const worker = async () => {
+      while (next <= to) {
+        const height = next++;
+        const block = await request<RpcBlock | null>('eth_getBlockByNumber', [hex(height), true]);
+        if (!block || block.hash === null) throw new Error(`the node has no block ${height}`);
+        blocks[height - from] = block;
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(BLOCKS_IN_FLIGHT, to - from + 1) }, worker));
+    return blocks;
+  }
+
+  async function receipt(tx: RpcTransaction, blockHash: Hex): Promise<RpcReceipt> {
+    const r = await request<RpcReceipt | null>('eth_getTransactionReceipt', [tx.hash]);
+    if (!r || r.blockHash !== blockHash)
+      throw new Error(
+        `the receipt of ${tx.hash} is not in block ${blockHash}: the chain changed while reading`,
+      );
+    return r;
+  }
+
+  return {
+    chunk,
+    describe:
+      `token transfers through eth_getLogs with the watched addresses in the topics; native transfers ` +
+      `by reading every block of the range (one request per block), at most ${throttle.perSecond || 'unlimited'} requests/s`,
+    async tip() {
+      return Number(await request<Hex>('eth_blockNumber', []));
+    },
+    async timeOf(height) {
+      const block = await request<RpcBlock | null>('eth_getBlockByNumber', [hex(height), false]);
+      return block ? Number(block.timestamp) : undefined;
+    },
+    async scan(from, to, watched) {
+      const [logs, blocks] = await Promise.all([transferLogs(from, to, watched), blocksOf(from, to)]);
+      const byHeight = new Map<number, EvmTransfer[]>();
+      const add = (height: number, transfers: EvmTransfer[]) => {
+        if (transfers.length === 0) return;
+        const list = byHeight.get(height) ?? [];
+        list.push(...transfers);
+        byHeight.set(height, list);
+      };
+
+      // Token transfers, each in the block the scan read at its height (else the chain moved).
+      const tokenTransfers: { height: number; transfer: EvmTransfer }[] = [];
+      for (const log of logs) {
+        const height = Number(log.blockNumber);
+        if (blocks[height - from]?.hash !== log.blockHash)
+          throw new Error(`log of block ${log.blockHash} at ${height}: the chain changed while reading`);
+        const out: EvmTransfer[] = [];
+        logTransfers(log, log.transactionHash, Number(log.transactionIndex), out);
+        for (const transfer of out) tokenTransfers.push({ height, transfer });
+      }
+
+      // Native value: the transactions carrying some, whose sender or recipient may be watched. A
+      // contract creation's recipient is known only from its receipt.
+      const valued: { block: RpcBlock; tx: RpcTransaction; index: number }[] = [];
+      for (const block of blocks) {
+        block.transactions.forEach((tx, index) => {
+          if (BigInt(tx.value) > 0n) valued.push({ block, tx, index });
+        });
+      }
+      const creations = valued.filter((v) => !v.tx.to);
+      const creationReceipts = new Map<Hex, RpcReceipt>();
+      for (const c of creations) creationReceipts.set(c.tx.hash, await receipt(c.tx, c.block.hash!));
+
+      const candidates = new Set<string>();
+      for (const { transfer } of tokenTransfers) candidates.add(transfer.from).add(transfer.to);
+      for (const { tx } of valued) {
+        candidates.add(lower(tx.from));
+        const to = tx.to ?? creationReceipts.get(tx.hash)?.contractAddress;
+        if (to) candidates.add(lower(to));
+      }
+      const found = await watched.among([...candidates]);
+      const isWatched = new Set(found.map(lower));
+
+      for (const { height, transfer } of tokenTransfers) {
+        if (isWatched.has(transfer.from) || isWatched.has(transfer.to)) add(height, [transfer]);
+      }
+      for (const { block, tx, index } of valued) {
+        const to = tx.to ?? creationReceipts.get(tx.hash)?.contractAddress;
+        if (!isWatched.has(lower(tx.from)) && !(to && isWatched.has(lower(to)))) continue;
+        // Only a successful transaction moves value: its receipt says so, as the follower's does.
+        const r = creationReceipts.get(tx.hash) ?? (await receipt(tx, block.hash!));
+        add(
+          Number(block.number),
+          rpcTransfers({ transactions: [tx] }, [{ ...r, transactionIndex: hex(index), logs: [] }]),
+        );
+      }
+
+      const result: ChainBlock<EvmBlockActivity>[] = [];
+      for (const block of blocks) {
+        const height = Number(block.number);
+        const transfers = byHeight.get(height);
+        if (!transfers) continue;
+        // The follower's order: by transaction, its native transfer first, then by log and batch.
+        transfers.sort(
+          (a, b) =>
+            a.txIndex - b.txIndex || (a.logIndex ?? -1) - (b.logIndex ?? -1) || a.batchIndex - b.batchIndex,
+        );
+        result.push({
+          height,
+          hash: block.hash!,
+          parentHash: block.parentHash,
+          activity: {
+            number: BigInt(height),
+            hash: block.hash!,
+            parentHash: block.parentHash,
+            timestamp: BigInt(block.timestamp),
+            transfers,
+          },
+        });
+      }
+      return { blocks: result, watched: found };
+    },
+  };
+}
