@@ -92,8 +92,9 @@ function createMapAddressIndex() {
       return rows.length;
     },
     apply(change: SubscriptionChange): void {
-      if (change.type === 'upsert') upsert(change.subscription);
-      else remove(change.id);
+      // The reference knows one address per subscription, as the index before issue 14 did.
+      if (change.type === 'upsert') upsert(change.subscription as WatchedSubscription);
+      else if (change.type === 'remove') remove(change.id);
     },
     lookup: (network: string, address: string): readonly WatchedSubscription[] =>
       byNetwork.get(network)?.get(keyOf(address)) ?? [],

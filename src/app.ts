@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import net from 'node:net';
 import path from 'node:path';
 import { eq } from 'drizzle-orm';
@@ -294,6 +295,8 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       },
     });
     let watcher: Watcher | undefined;
+    // Marks this instance's subscription NOTIFYs: its watchers applied those changes already.
+    const origin = crypto.randomUUID();
     const subscriptions = createSubscriptions({
       db: store.db,
       envelope,
@@ -301,6 +304,7 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       networks: config.networks,
       urls: { checkUrl: async (url) => void (await egress.checkUrl(url)) },
       onChange: (change) => watcher?.onSubscriptionChange(change),
+      origin,
     });
     const registries = createRegistries({
       db: store.db,
@@ -356,6 +360,7 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
         tryLock: (name) => store.tryLock(name),
         listen: (channel, onNotify) => store.listen(channel, onNotify),
         risk,
+        origin,
       });
       const started = watcher;
       steps.push({ name: 'chain watchers', stop: () => started.stop() });

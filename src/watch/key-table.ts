@@ -16,6 +16,8 @@ export interface KeyTable {
   add(key: Uint8Array, length: number): number;
   /** Whether the last `add` added its key (rather than finding it). */
   readonly added: boolean;
+  /** Room for `more` keys beyond those held, so adding them grows nothing (and rehashes once). */
+  reserve(more: number): void;
   /** Forgets the entry's key; the entry number is reused by a later `add`. */
   remove(entry: number): void;
   /** The key's bytes, valid until the next `add` or `remove`. */
@@ -213,6 +215,10 @@ export function createKeyTable(
     },
     get added() {
       return added;
+    },
+    reserve(more) {
+      ensureSlots(size + more);
+      ensureEntries(entries + Math.max(0, more - freeCount));
     },
     remove(entry) {
       const length = keyLength[entry]!;
