@@ -305,6 +305,7 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       urls: { checkUrl: async (url) => void (await egress.checkUrl(url)) },
       onChange: (change) => watcher?.onSubscriptionChange(change),
       origin,
+      notifyOthers: store.kind !== 'pglite',
     });
     const registries = createRegistries({
       db: store.db,

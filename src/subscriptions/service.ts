@@ -173,7 +173,13 @@ function samplePayload(
  * payload when it fits, otherwise (a list of thousands of addresses) as a row of
  * subscription_changes whose sequence number the payload carries.
  */
-async function announce(tx: Db, change: SubscriptionChange, origin?: string): Promise<void> {
+async function announce(
+  tx: Db,
+  change: SubscriptionChange,
+  origin: string | undefined,
+  others: boolean,
+): Promise<void> {
+  if (!others) return;
   const inline = JSON.stringify({ ...change, origin } satisfies SubscriptionNotice);
   let payload = inline;
   if (Buffer.byteLength(inline) > MAX_NOTICE_BYTES) {
@@ -225,11 +231,14 @@ function normalizeAll(
 }
 
 function invalidAddresses(errors: FieldError[], invalid: number, total: number): ValidationError {
-  const named = Math.min(invalid, MAX_NAMED_ERRORS);
-  return new ValidationError(
-    `${invalid} of ${total} addresses are invalid${named < invalid ? ` (the first ${named} are named)` : ''}; nothing was changed`,
-    errors,
-  );
+  const named = errors.length;
+  // Past the named ones, one more entry says how many there were, so the client knows to look.
+  if (named < invalid)
+    errors.push({
+      pointer: '#',
+      detail: `and ${invalid - named} more invalid addresses (${invalid} of ${total}); nothing was changed`,
+    });
+  return new ValidationError(`${invalid} of ${total} addresses are invalid; nothing was changed`, errors);
 }
 
 export function createSubscriptions(deps: {
@@ -245,10 +254,16 @@ export function createSubscriptions(deps: {
   onChange?: (change: SubscriptionChange) => void | Promise<void>;
   /** Marks this instance's NOTIFY payloads, which its own watchers skip (onChange applied them). */
   origin?: string;
+  /**
+   * Whether watchers of other processes may listen (PostgreSQL). Embedded PGlite admits one
+   * process, whose watchers onChange keeps in step: a change is then not stored for others.
+   */
+  notifyOthers?: boolean;
   now?: () => Date;
 }) {
   const { db, envelope, networks, urls, idempotency } = deps;
   const now = deps.now ?? (() => new Date());
+  const notifyOthers = deps.notifyOthers ?? true;
 
   function toView(row: SubscriptionRow): SubscriptionView {
     // One address as Tatum shows it; a list by its size (GET …/addresses lists it).
@@ -482,7 +497,7 @@ export function createSubscriptions(deps: {
           input.callbackToken,
         );
         await insertAddresses(tx, created.id, net.name, addresses);
-        await announce(tx, change(created.id), deps.origin);
+        await announce(tx, change(created.id), deps.origin, notifyOthers);
         return created;
       };
       const result =
@@ -521,7 +536,10 @@ export function createSubscriptions(deps: {
       const total = addInput.length + removeInput.length;
       if (total > MAX_ADDRESSES_PER_CALL)
         throw new ValidationError(`${total} addresses in one call`, [
-          { pointer: '#', detail: `add and remove may hold ${MAX_ADDRESSES_PER_CALL} addresses together` },
+          {
+            pointer: '#',
+            detail: `holds ${total} addresses; add and remove may hold ${MAX_ADDRESSES_PER_CALL} together`,
+          },
         ]);
       const errors: FieldError[] = [];
       const invalid = { count: 0 };
@@ -553,7 +571,7 @@ export function createSubscriptions(deps: {
           .set({ addressCount: sql`${subscriptions.addressCount} + ${added - removed}`, address: null })
           .where(eq(subscriptions.id, id))
           .returning({ addressCount: subscriptions.addressCount });
-        if (added + removed > 0) await announce(tx, change, deps.origin);
+        if (added + removed > 0) await announce(tx, change, deps.origin, notifyOthers);
         return { added, removed, addressCount: updated!.addressCount };
       });
       if (result.added + result.removed > 0) await deps.onChange?.(change);
@@ -685,7 +703,7 @@ export function createSubscriptions(deps: {
       if (row.deletedAt) return;
       await db.transaction(async (tx) => {
         await tx.update(subscriptions).set({ deletedAt: now() }).where(eq(subscriptions.id, id));
-        await announce(tx, { type: 'remove', id }, deps.origin);
+        await announce(tx, { type: 'remove', id }, deps.origin, notifyOthers);
         await tx
           .update(notifications)
           .set({ state: 'failed', nextAttemptAt: null, lastError: 'subscription deleted' })

@@ -73,7 +73,8 @@ export function createAddressIndex(
     // Subscriptions first, with how many addresses each has, so the address tables are sized once.
     let after = FIRST_UUID;
     let subscriptions = 0;
-    const expected = new Map<number, number>();
+    /** Per network, one of its subscriptions and the addresses of them all. */
+    const expected = new Map<string, { subscription: number; count: number }>();
     for (;;) {
       const text = await aggregate(
         db,
@@ -96,41 +97,54 @@ export function createAddressIndex(
           confirmations: Number(confirmations),
           mempool: mempool === '1',
         });
-        expected.set(subscription, Number(count));
+        const sum = expected.get(network!) ?? { subscription, count: 0 };
+        sum.count += Number(count);
+        expected.set(network!, sum);
         after = id!;
         lines++;
       }
       subscriptions += lines;
       if (lines < SUBSCRIPTION_PAGE) break;
     }
-    for (const [subscription, count] of expected) fresh.reserve(subscription, count);
+    for (const { subscription, count } of expected.values()) fresh.reserve(subscription, count);
 
     // Then the addresses, a page of rows as one text: "id address address …" per subscription.
     // Reading them as rows costs a JavaScript object per row and field (PGlite: most of a load).
-    let afterId = FIRST_UUID;
-    let afterAddress = '';
-    for (;;) {
-      const result = await db.execute(sql`
-        WITH page AS (
-          SELECT subscription_id, address FROM subscription_addresses
-          WHERE (subscription_id, address) > (${afterId}::uuid, ${afterAddress})
-          ORDER BY subscription_id, address LIMIT ${ADDRESS_PAGE})
-        SELECT
-          (SELECT count(*)::int FROM page) AS n,
-          (SELECT subscription_id::text || ' ' || address FROM page
-            ORDER BY subscription_id DESC, address DESC LIMIT 1) AS last,
-          (SELECT string_agg(g.subscription_id::text || ' ' || g.list, E'\n')
-            FROM (SELECT subscription_id, string_agg(address, ' ') AS list FROM page
-              GROUP BY subscription_id) g) AS body`);
-      const row = (result as unknown as { rows: { n: number; last: string | null; body: string | null }[] })
-        .rows[0]!;
-      if (row.body !== null) parsePage(fresh, row.body);
-      if (row.n < ADDRESS_PAGE || row.last === null) break;
-      const space = row.last.indexOf(' ');
-      afterId = row.last.slice(0, space);
-      afterAddress = row.last.slice(space + 1);
+    // The next page is asked for before this one is parsed: PostgreSQL (or PGlite's worker
+    // thread) builds it on another core meanwhile.
+    let next: Promise<AddressPage> | undefined = addressPage(db, FIRST_UUID, '');
+    while (next) {
+      const page: AddressPage = await next;
+      next = undefined;
+      if (page.n === ADDRESS_PAGE && page.last !== null) {
+        const space = page.last.indexOf(' ');
+        next = addressPage(db, page.last.slice(0, space), page.last.slice(space + 1));
+        // Unhandled until awaited: a failure of the next page must not crash the process meanwhile.
+        next.catch(() => {});
+      }
+      if (page.body !== null) parsePage(fresh, page.body);
     }
     return subscriptions;
+  }
+
+  /**
+   * A keyset page of address rows after (afterId, afterAddress), as one text: "id address address
+   * …" per subscription, a line each; and its row count and last key, to ask for the next.
+   */
+  async function addressPage(db: Db, afterId: string, afterAddress: string): Promise<AddressPage> {
+    const result = await db.execute(sql`
+      WITH page AS (
+        SELECT subscription_id, address FROM subscription_addresses
+        WHERE (subscription_id, address) > (${afterId}::uuid, ${afterAddress})
+        ORDER BY subscription_id, address LIMIT ${ADDRESS_PAGE})
+      SELECT
+        (SELECT count(*)::int FROM page) AS n,
+        (SELECT subscription_id::text || ' ' || address FROM page
+          ORDER BY subscription_id DESC, address DESC LIMIT 1) AS last,
+        (SELECT string_agg(g.subscription_id::text || ' ' || g.list, E'\n')
+          FROM (SELECT subscription_id, string_agg(address, ' ') AS list FROM page
+            GROUP BY subscription_id) g) AS body`);
+    return (result as unknown as { rows: AddressPage[] }).rows[0]!;
   }
 
   /** Indexes a page's text; addresses of subscriptions not loaded (deleted, registry) are skipped. */
@@ -196,6 +210,12 @@ export function createAddressIndex(
     /** Distinct watched addresses per network. */
     addressCounts: (): Record<string, number> => tables.addressCounts(),
   };
+}
+
+interface AddressPage {
+  n: number;
+  last: string | null;
+  body: string | null;
 }
 
 /** The single text value a statement returns (null when it aggregated no rows). */

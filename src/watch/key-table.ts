@@ -217,8 +217,10 @@ export function createKeyTable(
       return added;
     },
     reserve(more) {
-      ensureSlots(size + more);
+      // Entries first: growing them may widen the entry bits, which rebuilds the slots; on an
+      // empty table (a load) that rebuild is free and the slots' one then sizes them for good.
       ensureEntries(entries + Math.max(0, more - freeCount));
+      ensureSlots(size + more);
     },
     remove(entry) {
       const length = keyLength[entry]!;
