@@ -295,6 +295,7 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       },
     });
     let watcher: Watcher | undefined;
+    let watching: Promise<void> | undefined;
     // Marks this instance's subscription NOTIFYs: its watchers applied those changes already.
     const origin = crypto.randomUUID();
     const subscriptions = createSubscriptions({
@@ -365,7 +366,10 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       });
       const started = watcher;
       steps.push({ name: 'chain watchers', stop: () => started.stop() });
-      await watcher.start();
+      // Loading the watched addresses (a million take seconds, mostly in the database) runs
+      // while the HTTP server is built on this thread; it is awaited before the server listens.
+      watching = watcher.start();
+      watching.catch(() => {});
     }
 
     // Every role serves health, readiness and metrics; the API role adds /api/v1.
@@ -390,6 +394,7 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       passRateLimit: config.passRateLimit,
     });
     steps.push({ name: 'HTTP server', stop: (until) => closeServer(http, until - reserveMs) });
+    await watching;
     const url = await http.listen({ host: config.host, port: config.port }).catch((err: unknown) => {
       throw listenError(err, config.host, config.port);
     });
