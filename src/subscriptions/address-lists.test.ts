@@ -221,6 +221,11 @@ describe.each(backends)('address lists through the API on %s', (backend) => {
       url: URL_,
     });
     expect(await allAddresses(id)).toEqual([BTC]);
+    // A call that changes nothing leaves it a one-address subscription.
+    expect((await change(id, { add: [BTC] })).body).toEqual({ added: 0, removed: 0, addressCount: 1 });
+    expect(
+      ((await t.request('GET', `${API}/${id}`)).body as { attr: { address?: string } }).attr.address,
+    ).toBe(BTC);
     const grown = await change(id, { add: ['1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNa'] });
     expect(grown.body).toEqual({ added: 1, removed: 0, addressCount: 2 });
     expect(((await t.request('GET', `${API}/${id}`)).body as { attr: unknown }).attr).toEqual({

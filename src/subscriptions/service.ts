@@ -568,7 +568,11 @@ export function createSubscriptions(deps: {
         const added = await insertAddresses(tx, id, network.name, add);
         const [updated] = await tx
           .update(subscriptions)
-          .set({ addressCount: sql`${subscriptions.addressCount} + ${added - removed}`, address: null })
+          .set({
+            addressCount: sql`${subscriptions.addressCount} + ${added - removed}`,
+            // A change (not a call that changed nothing) makes a one-address subscription a list.
+            ...(added + removed > 0 ? { address: null } : {}),
+          })
           .where(eq(subscriptions.id, id))
           .returning({ addressCount: subscriptions.addressCount });
         if (added + removed > 0) await announce(tx, change, deps.origin, notifyOthers);
