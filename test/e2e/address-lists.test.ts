@@ -324,7 +324,16 @@ describe.each(backends.filter((b) => b === 'postgres'))('two processes on %s', (
     const api = { url: a.url, token: a.printedToken! };
     const [x, y, z] = fresh(3) as [Hex, Hex, Hex];
     const id = await createList(api, receiver, [z]);
-    // B follows DEVNET once it hears of the list.
+    // B follows DEVNET once it hears of the list, from the head it then reads: wait for that, or a
+    // block mined before it would be history (not notified), as for any new subscription.
+    await waitFor(async () => {
+      const ready = (await (await fetch(`${b.url}/readyz`)).json()) as {
+        networks?: { network: string; height: number | null; standby?: boolean }[];
+      };
+      return ready.networks?.some((n) => n.network === 'DEVNET' && !n.standby && n.height !== null)
+        ? true
+        : undefined;
+    }, 'the DEVNET follower of B to start');
     const warm = await oneBlock(chain, [z]);
     await expectNotified(receiver, b.url, warm, [z], [z], id);
 
