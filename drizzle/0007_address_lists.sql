@@ -12,3 +12,16 @@ CREATE INDEX "subscription_addresses_watch_idx" ON "subscription_addresses" USIN
 INSERT INTO "subscription_addresses" ("subscription_id", "network", "address", "created_at")
 SELECT "id", "network", "address", "created_at" FROM "subscriptions"
 WHERE "type" = 'ADDRESS_TRANSACTION' AND "network" IS NOT NULL AND "address" IS NOT NULL;
+--> statement-breakpoint
+-- How many addresses a subscription watches, kept by the statements that change them: the view
+-- shows it without counting a million rows, and the watchers size their tables from it.
+ALTER TABLE "subscriptions" ADD COLUMN "address_count" integer DEFAULT 0 NOT NULL;--> statement-breakpoint
+UPDATE "subscriptions" SET "address_count" = 1
+WHERE "type" = 'ADDRESS_TRANSACTION' AND "network" IS NOT NULL AND "address" IS NOT NULL;--> statement-breakpoint
+-- Subscription changes too large for a NOTIFY payload (8000 bytes), read by the watchers of other
+-- processes by the sequence number the payload carries; kept for minutes only.
+CREATE TABLE "subscription_changes" (
+	"seq" bigserial PRIMARY KEY NOT NULL,
+	"change" text NOT NULL,
+	"created_at" timestamp (3) with time zone DEFAULT now() NOT NULL
+);

@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import net from 'node:net';
 import path from 'node:path';
 import { eq } from 'drizzle-orm';
@@ -300,6 +301,9 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       },
     });
     let watcher: Watcher | undefined;
+    let watching: Promise<void> | undefined;
+    // Marks this instance's subscription NOTIFYs: its watchers applied those changes already.
+    const origin = crypto.randomUUID();
     const subscriptions = createSubscriptions({
       db: store.db,
       envelope,
@@ -307,6 +311,8 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       networks: config.networks,
       urls: { checkUrl: async (url) => void (await egress.checkUrl(url)) },
       onChange: (change) => watcher?.onSubscriptionChange(change),
+      origin,
+      notifyOthers: store.kind !== 'pglite',
     });
     const registries = createRegistries({
       db: store.db,
@@ -383,10 +389,14 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
         tryLock: (name) => store.tryLock(name),
         listen: (channel, onNotify) => store.listen(channel, onNotify),
         risk,
+        origin,
       });
       const started = watcher;
       steps.push({ name: 'chain watchers', stop: () => started.stop() });
-      await watcher.start();
+      // Loading the watched addresses (a million take seconds, mostly in the database) runs
+      // while the HTTP server is built on this thread; it is awaited before the server listens.
+      watching = watcher.start();
+      watching.catch(() => {});
       // Backfills are chain work too: the watcher role runs them, whichever process took them.
       const runner = createBackfillRunner({
         db: store.db,
@@ -454,6 +464,7 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       passRateLimit: config.passRateLimit,
     });
     steps.push({ name: 'HTTP server', stop: (until) => closeServer(http, until - reserveMs) });
+    await watching;
     const url = await http.listen({ host: config.host, port: config.port }).catch((err: unknown) => {
       throw listenError(err, config.host, config.port);
     });

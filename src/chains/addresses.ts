@@ -1,21 +1,39 @@
 import { isAddress as isSolanaAddress } from '@solana/kit';
 import algosdk from 'algosdk';
 import { address as btcAddress } from 'bitcoinjs-lib';
-import { getAddress, isAddress as isEvmAddress } from 'viem';
+import sha3 from 'js-sha3';
 import { type BitcoinChain, bitcoinParams } from './bitcoin/params.js';
 import type { Family } from './networks.js';
 
 export type AddressCheck = { ok: true; address: string } | { ok: false; reason: string };
 
+const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+
+/**
+ * EIP-55: a hex letter is upper case where the keccak-256 of the lower-case hex has a nibble of 8
+ * or more. js-sha3's keccak is several times faster than viem's here, which matters for a list of
+ * 100,000 addresses (one hash each).
+ */
+function checksummed(lowerHex: string): string {
+  const hash = sha3.keccak256(lowerHex);
+  let out = '0x';
+  for (let i = 0; i < 40; i++) {
+    const c = lowerHex[i]!;
+    out += c > '9' && parseInt(hash[i]!, 16) >= 8 ? c.toUpperCase() : c;
+  }
+  return out;
+}
+
 function evm(input: string): AddressCheck {
-  if (!isEvmAddress(input, { strict: false }))
+  if (!EVM_ADDRESS.test(input))
     return { ok: false, reason: 'is not an EVM address (0x followed by 40 hex characters)' };
   // Mixed case carries an EIP-55 checksum, which must then be right; one case carries none.
   const body = input.slice(2);
-  const mixed = body !== body.toLowerCase() && body !== body.toUpperCase();
-  if (mixed && !isEvmAddress(input, { strict: true }))
-    return { ok: false, reason: 'has a wrong EIP-55 checksum' };
-  return { ok: true, address: getAddress(input) };
+  const lower = body.toLowerCase();
+  const address = checksummed(lower);
+  const mixed = body !== lower && body !== body.toUpperCase();
+  if (mixed && address !== input) return { ok: false, reason: 'has a wrong EIP-55 checksum' };
+  return { ok: true, address };
 }
 
 function bitcoin(input: string, chain: BitcoinChain = 'mainnet'): AddressCheck {

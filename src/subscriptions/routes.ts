@@ -15,22 +15,49 @@ import { parseIdempotencyKey } from '../idempotency/service.js';
 import {
   ADDRESS_TRANSACTION,
   type CreateSubscriptionInput,
+  MAX_ADDRESSES_PER_CALL,
   REGISTRY_EVENTS,
   type Subscriptions,
 } from './service.js';
 
 const Id = Type.Object({ id: Type.String({ format: 'uuid' }) });
 
+/**
+ * Bodies of the routes that take address lists: 100,000 addresses of up to 128 characters, quoted
+ * and separated, are ~13 MB, past the default limit for other routes (LEDGERHOOK_BODY_LIMIT, 1 MB).
+ */
+export const ADDRESS_LIST_BODY_LIMIT = 16 * 1024 * 1024;
+
+const Address = Type.String({
+  minLength: 1,
+  maxLength: 128,
+  description: 'Validated and normalised per chain',
+});
+const AddressList = (description: string) =>
+  Type.Array(Address, { maxItems: MAX_ADDRESSES_PER_CALL, description });
+
+const WatchedAddress = Type.Object({
+  address: Type.String({ description: 'As stored: normalised for the network (EIP-55 on EVM networks)' }),
+  createdAt: Type.String({ format: 'date-time', description: 'When it was added' }),
+});
+
 const CreateBody = Type.Object(
   {
     type: Type.Enum([ADDRESS_TRANSACTION], { type: 'string' }),
     attr: Type.Object(
       {
-        address: Type.String({
-          minLength: 1,
-          maxLength: 128,
-          description: 'Validated and normalised per chain',
-        }),
+        address: Type.Optional(
+          Type.String({
+            minLength: 1,
+            maxLength: 128,
+            description: 'One address, validated and normalised per chain. Send this or `addresses`',
+          }),
+        ),
+        addresses: Type.Optional(
+          AddressList(
+            'A list of addresses of the chain (up to 100,000; more through /subscription/{id}/addresses), instead of `address`. Repeats are watched once. May be empty',
+          ),
+        ),
         chain: Type.String({
           minLength: 1,
           maxLength: 32,
@@ -62,9 +89,21 @@ const CreateBody = Type.Object(
 const Subscription = Type.Object({
   id: Type.String({ format: 'uuid' }),
   type: Type.String({ enum: [ADDRESS_TRANSACTION, REGISTRY_EVENTS] }),
-  attr: Type.Record(Type.String(), Type.String(), {
-    description: '{address, chain, url} or, for REGISTRY_EVENTS, {registryId, url}',
-  }),
+  attr: Type.Object(
+    {
+      address: Type.Optional(
+        Type.String({ description: 'The one address of a subscription made with `attr.address`' }),
+      ),
+      addressCount: Type.Optional(Type.Integer({ description: 'Addresses watched (ADDRESS_TRANSACTION)' })),
+      chain: Type.Optional(Type.String()),
+      url: Type.String(),
+      registryId: Type.Optional(Type.String({ description: 'REGISTRY_EVENTS only' })),
+    },
+    {
+      description:
+        'ADDRESS_TRANSACTION: {chain, url, addressCount}, with `address` when made with one address and never changed through /addresses; REGISTRY_EVENTS: {registryId, url}',
+    },
+  ),
   mempool: Type.Boolean(),
   confirmations: Type.Integer(),
   ack: Type.String(),
@@ -131,13 +170,14 @@ export function registerSubscriptionRoutes(
       schema: {
         tags,
         operationId: 'createSubscription',
-        summary: 'Watch an address (Tatum-compatible request)',
+        summary: 'Watch an address (Tatum-compatible request) or a list of addresses',
         description:
-          'The callback URL must be http(s) and resolve to public addresses. The `secret` and `callbackToken` of the response are shown only once. A live subscription of the same address, chain and url is 409 naming it (`existingId`). Send `Idempotency-Key` to make retries safe.',
+          'Send `attr.address` (one address, as Tatum) or `attr.addresses` (a list of up to 100,000; grow or shrink it through `/subscription/{id}/addresses`), not both. Invalid addresses are named by pointer (the first 100) and nothing is created. The callback URL must be http(s) and resolve to public addresses. The `secret` and `callbackToken` of the response are shown only once. A live subscription of the same one address, chain and url is 409 naming it (`existingId`); lists are not checked for overlap. Send `Idempotency-Key` to make retries safe. Bodies up to 16 MB.',
         headers: IdempotencyKeyHeader,
         body: CreateBody,
         response: { 201: Created, ...bodyProblemResponses(409) },
       },
+      bodyLimit: ADDRESS_LIST_BODY_LIMIT,
     },
     async (request, reply) => {
       const { body, replayed } = await subscriptions.create(
@@ -297,6 +337,80 @@ export function registerSubscriptionRoutes(
         ...pageQuery(request.query),
         state: request.query.state,
       }),
+  );
+
+  r.post(
+    '/subscription/:id/addresses',
+    {
+      schema: {
+        tags,
+        operationId: 'changeSubscriptionAddresses',
+        summary: 'Add and remove watched addresses, all or nothing',
+        description:
+          "Up to 100,000 addresses in `add` and `remove` together, validated and normalised for the subscription's chain. One invalid address and nothing changes: the 400 names them by pointer (the first 100) and says how many there were. Adding a watched address or removing one not watched changes nothing; repeats count once; an address in both lists is 400. In force for the next block in every process. A subscription made with `attr.address` becomes a list at its first change. Deleted: 409; REGISTRY_EVENTS: 409. Bodies up to 16 MB.",
+        params: Id,
+        body: Type.Object(
+          {
+            add: Type.Optional(AddressList('Addresses to watch')),
+            remove: Type.Optional(AddressList('Addresses to stop watching')),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Type.Object({
+            added: Type.Integer({ description: 'Addresses this call started watching' }),
+            removed: Type.Integer({ description: 'Addresses this call stopped watching' }),
+            addressCount: Type.Integer({ description: 'Addresses watched now' }),
+          }),
+          ...bodyProblemResponses(404, 409),
+        },
+      },
+      bodyLimit: ADDRESS_LIST_BODY_LIMIT,
+    },
+    async (request) =>
+      subscriptions.changeAddresses(request.principal.accountId, request.params.id, request.body),
+  );
+
+  r.get(
+    '/subscription/:id/addresses',
+    {
+      schema: {
+        tags,
+        operationId: 'listSubscriptionAddresses',
+        summary: 'The watched addresses, in ascending order',
+        params: Id,
+        querystring: Type.Object(
+          { ...PaginationQuery, ...TatumPaginationQuery },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Type.Object({ data: Type.Array(WatchedAddress), next_cursor: NextCursor }),
+          ...problemResponses(400, 401, 404, 409),
+        },
+      },
+    },
+    async (request) =>
+      subscriptions.listAddresses(request.principal.accountId, request.params.id, pageQuery(request.query)),
+  );
+
+  r.get(
+    '/subscription/:id/addresses/:address',
+    {
+      schema: {
+        tags,
+        operationId: 'getSubscriptionAddress',
+        summary: 'Whether the subscription watches an address: 200 if it does, 404 if not',
+        description:
+          'The address is normalised for the chain first (any case of an EVM address), so the 200 gives its stored form. 404 when it is not watched (or there is no such subscription; the problem detail says which); 400 when it is not an address of the chain.',
+        params: Type.Object({
+          id: Type.String({ format: 'uuid' }),
+          address: Type.String({ minLength: 1, maxLength: 128 }),
+        }),
+        response: { 200: WatchedAddress, ...problemResponses(400, 401, 404, 409) },
+      },
+    },
+    async (request) =>
+      subscriptions.getWatchedAddress(request.principal.accountId, request.params.id, request.params.address),
   );
 
   r.post(

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import {
+  bigserial,
   boolean,
   index,
   integer,
@@ -47,6 +48,8 @@ export const subscriptions = pgTable(
     /** Bumped by every rotation, so dispatchers know their cached keys are stale. */
     secretVersion: integer('secret_version').notNull().default(0),
     callbackToken: jsonb('callback_token').$type<Sealed>().notNull(),
+    /** Addresses in subscription_addresses, kept by the statements that change them. */
+    addressCount: integer('address_count').notNull().default(0),
     status: text('status').notNull().default('active'),
     disabledReason: text('disabled_reason'),
     disabledAt: at('disabled_at'),
@@ -82,3 +85,14 @@ export const subscriptionAddresses = pgTable(
     index('subscription_addresses_watch_idx').on(t.network, t.address),
   ],
 );
+
+/**
+ * Subscription changes too large for a NOTIFY payload (PostgreSQL's limit is 8000 bytes): the
+ * payload carries `seq`, and the watchers of other processes read the change (JSON) here. Rows
+ * older than a few minutes are deleted by later changes.
+ */
+export const subscriptionChanges = pgTable('subscription_changes', {
+  seq: bigserial('seq', { mode: 'bigint' }).primaryKey(),
+  change: text('change').notNull(),
+  createdAt: at('created_at').notNull().defaultNow(),
+});

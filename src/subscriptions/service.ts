@@ -12,7 +12,12 @@ import { deliveryAttempts, notifications } from '../notify/schema.js';
 import { newWebhookSecret } from '../notify/signing.js';
 import type { Envelope } from '../secrets/envelope.js';
 import type { Db } from '../store/db.js';
-import { SUBSCRIPTIONS_CHANNEL, type SubscriptionChange } from './events.js';
+import {
+  MAX_NOTICE_BYTES,
+  SUBSCRIPTIONS_CHANNEL,
+  type SubscriptionChange,
+  type SubscriptionNotice,
+} from './events.js';
 import { type PreviousSecret, subscriptionAddresses, subscriptions } from './schema.js';
 
 export const ADDRESS_TRANSACTION = 'ADDRESS_TRANSACTION';
@@ -28,9 +33,17 @@ export const CREATE_SCOPE = 'POST /api/v1/subscription';
 /** The first half of the advisory lock that serialises creating one address's subscriptions. */
 const CREATE_LOCK_SPACE = 7_461_004;
 
+/** Addresses one request may add and remove, together (create: in `attr.addresses`). */
+export const MAX_ADDRESSES_PER_CALL = 100_000;
+/** Invalid addresses named one by one in a 400; the problem's title gives how many there were. */
+const MAX_NAMED_ERRORS = 100;
+/** How long a change too large for NOTIFY stays readable by other processes' watchers. */
+const STORED_CHANGE_TTL = '10 minutes';
+
 export interface CreateSubscriptionInput {
   type: typeof ADDRESS_TRANSACTION;
-  attr: { address: string; chain: string; url: string };
+  /** `address` (one) or `addresses` (a list, managed by /subscription/{id}/addresses). */
+  attr: { address?: string; addresses?: string[]; chain: string; url: string };
   mempool?: boolean;
   confirmations?: number;
   ack?: 'status' | '2xx';
@@ -45,10 +58,27 @@ export interface CreatedSubscription {
   callbackToken: string;
 }
 
+export interface AddressChangeInput {
+  add?: string[];
+  remove?: string[];
+}
+
+export interface AddressChangeResult {
+  /** Addresses newly watched and no longer watched by this call (present or absent ones aside). */
+  added: number;
+  removed: number;
+  addressCount: number;
+}
+
+export interface WatchedAddressView {
+  address: string;
+  createdAt: string;
+}
+
 export interface SubscriptionView {
   id: string;
   type: string;
-  attr: Record<string, string>;
+  attr: { address?: string; addressCount?: number; chain?: string; url: string; registryId?: string };
   mempool: boolean;
   confirmations: number;
   ack: string;
@@ -113,11 +143,16 @@ const SAMPLE_TX_ID: Record<Network['family'], string> = {
  * customer can test their endpoint: one base unit of the native asset, sent on EVM chains (where
  * `address` is the sender), received elsewhere.
  */
-function samplePayload(network: Network, sub: SubscriptionRow, id: string): Record<string, unknown> {
+function samplePayload(
+  network: Network,
+  address: string,
+  sub: SubscriptionRow,
+  id: string,
+): Record<string, unknown> {
   const isEvm = network.family === 'evm';
   const oneUnit = network.decimals > 0 ? `0.${'0'.repeat(network.decimals - 1)}1` : '1';
   return {
-    address: sub.address,
+    address,
     txId: SAMPLE_TX_ID[network.family],
     type: 'native',
     blockNumber: 1,
@@ -127,15 +162,83 @@ function samplePayload(network: Network, sub: SubscriptionRow, id: string): Reco
     id,
     subscriptionId: sub.id,
     chain: network.name,
-    watchedAddress: sub.address,
+    watchedAddress: address,
     confirmations: sub.confirmations,
     test: true,
   };
 }
 
-/** Tells watchers in every process about a change, when the transaction commits. */
-async function announce(tx: Db, change: SubscriptionChange): Promise<void> {
-  await tx.execute(sql`SELECT pg_notify(${SUBSCRIPTIONS_CHANNEL}, ${JSON.stringify(change)})`);
+/**
+ * Tells watchers in every process about a change, when the transaction commits: in the NOTIFY
+ * payload when it fits, otherwise (a list of thousands of addresses) as a row of
+ * subscription_changes whose sequence number the payload carries.
+ */
+async function announce(
+  tx: Db,
+  change: SubscriptionChange,
+  origin: string | undefined,
+  others: boolean,
+): Promise<void> {
+  if (!others) return;
+  const inline = JSON.stringify({ ...change, origin } satisfies SubscriptionNotice);
+  let payload = inline;
+  if (Buffer.byteLength(inline) > MAX_NOTICE_BYTES) {
+    await tx.execute(
+      sql`DELETE FROM subscription_changes WHERE created_at < now() - ${STORED_CHANGE_TTL}::interval`,
+    );
+    const result = (await tx.execute(
+      sql`INSERT INTO subscription_changes (change) VALUES (${JSON.stringify(change)}) RETURNING seq::text AS seq`,
+    )) as unknown as { rows: { seq: string }[] };
+    payload = JSON.stringify({
+      type: 'stored',
+      seq: result.rows[0]!.seq,
+      origin,
+    } satisfies SubscriptionNotice);
+  }
+  await tx.execute(sql`SELECT pg_notify(${SUBSCRIPTIONS_CHANNEL}, ${payload})`);
+}
+
+/** A PostgreSQL array literal of strings, sent as one parameter (drizzle spreads JS arrays). */
+function textArray(values: readonly string[]): string {
+  return `{${values.map((v) => `"${v.replace(/["\\]/g, '\\$&')}"`).join(',')}}`;
+}
+
+/**
+ * Normalises each address for the network, dropping repeats (two spellings of one address are
+ * one); the invalid ones are named by their pointers, up to MAX_NAMED_ERRORS.
+ */
+function normalizeAll(
+  network: Network,
+  inputs: readonly string[],
+  pointer: string,
+  errors: FieldError[],
+  invalid: { count: number },
+): string[] {
+  const seen = new Set<string>();
+  for (const [i, input] of inputs.entries()) {
+    const check = normalizeAddress(network.family, input, network.bitcoinChain);
+    if (check.ok) seen.add(check.address);
+    else {
+      invalid.count++;
+      if (errors.length < MAX_NAMED_ERRORS)
+        errors.push({
+          pointer: `${pointer}/${i}`,
+          detail: `${check.reason} (${network.name} expects ${network.addressFormat})`,
+        });
+    }
+  }
+  return [...seen];
+}
+
+function invalidAddresses(errors: FieldError[], invalid: number, total: number): ValidationError {
+  const named = errors.length;
+  // Past the named ones, one more entry says how many there were, so the client knows to look.
+  if (named < invalid)
+    errors.push({
+      pointer: '#',
+      detail: `and ${invalid - named} more invalid addresses (${invalid} of ${total}); nothing was changed`,
+    });
+  return new ValidationError(`${invalid} of ${total} addresses are invalid; nothing was changed`, errors);
 }
 
 export function createSubscriptions(deps: {
@@ -144,18 +247,32 @@ export function createSubscriptions(deps: {
   idempotency: Idempotency;
   networks: NetworkCatalog;
   urls: UrlChecker;
-  /** Called after a change that the watchers' in-memory address index must follow. */
-  onChange?: (change: SubscriptionChange) => void;
+  /**
+   * Called after a change that the watchers' in-memory address index must follow; awaited, so
+   * the change is in force in this process before the request is answered.
+   */
+  onChange?: (change: SubscriptionChange) => void | Promise<void>;
+  /** Marks this instance's NOTIFY payloads, which its own watchers skip (onChange applied them). */
+  origin?: string;
+  /**
+   * Whether watchers of other processes may listen (PostgreSQL). Embedded PGlite admits one
+   * process, whose watchers onChange keeps in step: a change is then not stored for others.
+   */
+  notifyOthers?: boolean;
   now?: () => Date;
 }) {
   const { db, envelope, networks, urls, idempotency } = deps;
   const now = deps.now ?? (() => new Date());
+  const notifyOthers = deps.notifyOthers ?? true;
 
   function toView(row: SubscriptionRow): SubscriptionView {
-    const attr: Record<string, string> =
+    // One address as Tatum shows it; a list by its size (GET …/addresses lists it).
+    const attr: SubscriptionView['attr'] =
       row.type === REGISTRY_EVENTS
         ? { registryId: row.registryId ?? '', url: row.url }
-        : { address: row.address ?? '', chain: row.network ?? '', url: row.url };
+        : row.address !== null
+          ? { address: row.address, chain: row.network ?? '', url: row.url }
+          : { chain: row.network ?? '', url: row.url, addressCount: row.addressCount };
     return {
       id: row.id,
       type: row.type,
@@ -243,6 +360,42 @@ export function createSubscriptions(deps: {
     };
   }
 
+  /** The network of an address subscription; any other kind has no addresses (409). */
+  function addressNetwork(row: SubscriptionRow): Network {
+    if (row.type !== ADDRESS_TRANSACTION)
+      throw new ConflictError(
+        `Subscription ${row.id} is a ${row.type} subscription; it watches no addresses`,
+      );
+    const network = networks.find(row.network ?? '');
+    if (!network) throw new ConflictError(`Network ${row.network} is no longer configured`);
+    return network;
+  }
+
+  /** Inserts the addresses not there yet, in one statement; how many were new. */
+  async function insertAddresses(tx: Db, id: string, network: string, addresses: string[]): Promise<number> {
+    if (addresses.length === 0) return 0;
+    const result = (await tx.execute(sql`
+      WITH inserted AS (
+        INSERT INTO subscription_addresses (subscription_id, network, address, created_at)
+        SELECT ${id}::uuid, ${network}, a, ${now().toISOString()}::timestamptz
+        FROM unnest(${textArray(addresses)}::text[]) AS a
+        ON CONFLICT DO NOTHING RETURNING 1)
+      SELECT count(*)::int AS n FROM inserted`)) as unknown as { rows: { n: number }[] };
+    return result.rows[0]!.n;
+  }
+
+  /** Deletes those of the addresses that are there, in one statement; how many were. */
+  async function deleteAddresses(tx: Db, id: string, addresses: string[]): Promise<number> {
+    if (addresses.length === 0) return 0;
+    const result = (await tx.execute(sql`
+      WITH deleted AS (
+        DELETE FROM subscription_addresses
+        WHERE subscription_id = ${id}::uuid AND address = ANY(${textArray(addresses)}::text[])
+        RETURNING 1)
+      SELECT count(*)::int AS n FROM deleted`)) as unknown as { rows: { n: number }[] };
+    return result.rows[0]!.n;
+  }
+
   async function insertEndpoint(
     tx: Db,
     values: Omit<typeof subscriptions.$inferInsert, 'id' | 'secret' | 'callbackToken' | 'createdAt'>,
@@ -259,8 +412,9 @@ export function createSubscriptions(deps: {
 
   return {
     /**
-     * Watches an address. With an idempotency key the same request within 24 h answers as the
-     * first did (secret included); a live subscription of the same address and URL is a conflict.
+     * Watches an address, or a list of them. With an idempotency key the same request within 24 h
+     * answers as the first did (secret included); a live subscription of the same one address and
+     * URL is a conflict (lists are not checked: see README, "Address lists").
      */
     async create(
       accountId: string,
@@ -269,20 +423,28 @@ export function createSubscriptions(deps: {
     ): Promise<{ body: CreatedSubscription; replayed: boolean }> {
       const errors: FieldError[] = [];
       const network = networks.find(input.attr.chain);
-      let address: string | undefined;
+      const { address: one, addresses: many } = input.attr;
+      if (one !== undefined && many !== undefined)
+        errors.push({
+          pointer: '#/attr/addresses',
+          detail: 'cannot be combined with attr.address; send one address or a list of them',
+        });
+      else if (one === undefined && many === undefined)
+        errors.push({ pointer: '#/attr/address', detail: 'is required (or attr.addresses, a list)' });
+      let addresses: string[] = [];
+      const invalid = { count: 0 };
       if (!network) {
         errors.push({
           pointer: '#/attr/chain',
           detail: `is not a configured network; use one of ${networks.names().join(', ')}`,
         });
       } else {
-        const check = normalizeAddress(network.family, input.attr.address, network.bitcoinChain);
-        if (check.ok) address = check.address;
-        else
-          errors.push({
-            pointer: '#/attr/address',
-            detail: `${check.reason} (${network.name} expects ${network.addressFormat})`,
-          });
+        if (one !== undefined && many === undefined)
+          addresses = normalizeAll(network, [one], '#/attr/address', errors, invalid);
+        else if (many !== undefined)
+          addresses = normalizeAll(network, many, '#/attr/addresses', errors, invalid);
+        // One address reports its pointer as before: #/attr/address, not #/attr/address/0.
+        for (const e of errors) if (e.pointer === '#/attr/address/0') e.pointer = '#/attr/address';
         if (input.mempool === true && network.family !== 'evm') {
           errors.push({
             pointer: '#/mempool',
@@ -290,37 +452,53 @@ export function createSubscriptions(deps: {
           });
         }
       }
-      if (errors.length > 0) throw new ValidationError('Invalid subscription', errors);
+      if (errors.length > 0)
+        throw invalid.count > 1
+          ? invalidAddresses(errors, invalid.count, many?.length ?? 1)
+          : new ValidationError('Invalid subscription', errors);
       await checkUrl(input.attr.url, '#/attr/url');
       const net = network!;
-      const watched = {
+      const endpoint = {
         accountId,
         network: net.name,
-        address: address!,
         confirmations: input.confirmations ?? net.defaultConfirmations,
         mempool: input.mempool ?? net.family === 'evm',
       };
+      const single = many === undefined ? addresses[0]! : undefined;
+      const change = (id: string): SubscriptionChange =>
+        single === undefined
+          ? { type: 'upsert', subscription: { id, ...endpoint }, addresses }
+          : { type: 'upsert', subscription: { id, ...endpoint, address: single } };
       const insert = async (tx: Db): Promise<CreatedSubscription> => {
-        const existing = await findDuplicate(tx, accountId, watched, input.attr.url);
-        if (existing) {
-          throw new ConflictError(
-            `Subscription ${existing.id} already watches this address on ${net.name} with this url${existing.status === 'active' ? '' : ` (${existing.status}: enable it)`}`,
-            { existingId: existing.id },
+        if (single !== undefined) {
+          const existing = await findDuplicate(
+            tx,
+            accountId,
+            { network: net.name, address: single },
+            input.attr.url,
           );
+          if (existing) {
+            throw new ConflictError(
+              `Subscription ${existing.id} already watches this address on ${net.name} with this url${existing.status === 'active' ? '' : ` (${existing.status}: enable it)`}`,
+              { existingId: existing.id },
+            );
+          }
         }
-        const endpoint = await insertEndpoint(
+        const created = await insertEndpoint(
           tx,
-          { ...watched, type: ADDRESS_TRANSACTION, url: input.attr.url, ack: input.ack ?? 'status' },
+          {
+            ...endpoint,
+            address: single ?? null,
+            addressCount: addresses.length,
+            type: ADDRESS_TRANSACTION,
+            url: input.attr.url,
+            ack: input.ack ?? 'status',
+          },
           input.callbackToken,
         );
-        await tx.insert(subscriptionAddresses).values({
-          subscriptionId: endpoint.id,
-          network: watched.network,
-          address: watched.address,
-          createdAt: now(),
-        });
-        await announce(tx, { type: 'upsert', subscription: { id: endpoint.id, ...watched } });
-        return endpoint;
+        await insertAddresses(tx, created.id, net.name, addresses);
+        await announce(tx, change(created.id), deps.origin, notifyOthers);
+        return created;
       };
       const result =
         idempotencyKey === undefined
@@ -336,9 +514,128 @@ export function createSubscriptions(deps: {
               async (tx) => ({ statusCode: 201, body: await insert(tx) }),
             );
       // This process's watchers follow at once; others hear the NOTIFY at commit.
-      if (!result.replayed)
-        deps.onChange?.({ type: 'upsert', subscription: { id: result.body.id, ...watched } });
+      if (!result.replayed) await deps.onChange?.(change(result.body.id));
       return { body: result.body, replayed: result.replayed };
+    },
+
+    /**
+     * Adds and removes addresses of an address subscription, all or nothing: every address is
+     * validated first, and the bad ones are named. Adding a watched address or removing one not
+     * watched changes nothing. A subscription made with `attr.address` becomes a list at its first
+     * change (its `attr.address` goes, and with it the one-address duplicate rule).
+     */
+    async changeAddresses(
+      accountId: string,
+      id: string,
+      input: AddressChangeInput,
+    ): Promise<AddressChangeResult> {
+      const row = await undeleted(accountId, id);
+      const network = addressNetwork(row);
+      const addInput = input.add ?? [];
+      const removeInput = input.remove ?? [];
+      const total = addInput.length + removeInput.length;
+      if (total > MAX_ADDRESSES_PER_CALL)
+        throw new ValidationError(`${total} addresses in one call`, [
+          {
+            pointer: '#',
+            detail: `holds ${total} addresses; add and remove may hold ${MAX_ADDRESSES_PER_CALL} together`,
+          },
+        ]);
+      const errors: FieldError[] = [];
+      const invalid = { count: 0 };
+      const add = normalizeAll(network, addInput, '#/add', errors, invalid);
+      const remove = normalizeAll(network, removeInput, '#/remove', errors, invalid);
+      if (invalid.count > 0) throw invalidAddresses(errors, invalid.count, total);
+      const adding = new Set(add);
+      const both = removeInput.flatMap((input, i) => {
+        const check = normalizeAddress(network.family, input, network.bitcoinChain);
+        return check.ok && adding.has(check.address)
+          ? [{ pointer: `#/remove/${i}`, detail: 'is also in add; send it in one of them' }]
+          : [];
+      });
+      if (both.length > 0)
+        throw new ValidationError('Addresses both added and removed', both.slice(0, MAX_NAMED_ERRORS));
+      const change: SubscriptionChange = { type: 'addresses', id, add, remove };
+      const result = await db.transaction(async (tx) => {
+        // One change of a subscription at a time: counts stay exact and NOTIFYs in commit order.
+        const [locked] = await tx
+          .select({ deletedAt: subscriptions.deletedAt })
+          .from(subscriptions)
+          .where(eq(subscriptions.id, id))
+          .for('update');
+        if (locked?.deletedAt) throw new ConflictError(`Subscription ${id} was deleted meanwhile`);
+        const removed = await deleteAddresses(tx, id, remove);
+        const added = await insertAddresses(tx, id, network.name, add);
+        const [updated] = await tx
+          .update(subscriptions)
+          .set({
+            addressCount: sql`${subscriptions.addressCount} + ${added - removed}`,
+            // A change (not a call that changed nothing) makes a one-address subscription a list.
+            ...(added + removed > 0 ? { address: null } : {}),
+          })
+          .where(eq(subscriptions.id, id))
+          .returning({ addressCount: subscriptions.addressCount });
+        if (added + removed > 0) await announce(tx, change, deps.origin, notifyOthers);
+        return { added, removed, addressCount: updated!.addressCount };
+      });
+      if (result.added + result.removed > 0) await deps.onChange?.(change);
+      return result;
+    },
+
+    /** The subscription's addresses in ascending order, a page at a time. */
+    async listAddresses(
+      accountId: string,
+      id: string,
+      query: PageQuery,
+    ): Promise<{ data: WatchedAddressView[]; next_cursor: string | null }> {
+      const row = await owned(accountId, id);
+      addressNetwork(row);
+      const after = query.cursor
+        ? decodeCursor(query.cursor, (key) => key.length > 0 && key.length <= 256)
+        : undefined;
+      const rows = await db
+        .select({ address: subscriptionAddresses.address, createdAt: subscriptionAddresses.createdAt })
+        .from(subscriptionAddresses)
+        .where(
+          and(
+            eq(subscriptionAddresses.subscriptionId, id),
+            after === undefined ? undefined : sql`${subscriptionAddresses.address} > ${after}`,
+          ),
+        )
+        .orderBy(subscriptionAddresses.address)
+        .limit(query.limit + 1)
+        .offset(query.offset ?? 0);
+      return toPage(
+        rows,
+        query.limit,
+        (r) => r.address,
+        (r) => ({ address: r.address, createdAt: r.createdAt.toISOString() }),
+      );
+    },
+
+    /**
+     * Whether the subscription watches `address` (normalised for its network first): its entry,
+     * or NotFoundError.
+     */
+    async getWatchedAddress(accountId: string, id: string, address: string): Promise<WatchedAddressView> {
+      const row = await owned(accountId, id);
+      const network = addressNetwork(row);
+      const check = normalizeAddress(network.family, address, network.bitcoinChain);
+      if (!check.ok)
+        throw new ValidationError('Invalid address', [
+          {
+            parameter: 'address',
+            detail: `${check.reason} (${network.name} expects ${network.addressFormat})`,
+          },
+        ]);
+      const [found] = await db
+        .select({ address: subscriptionAddresses.address, createdAt: subscriptionAddresses.createdAt })
+        .from(subscriptionAddresses)
+        .where(
+          and(eq(subscriptionAddresses.subscriptionId, id), eq(subscriptionAddresses.address, check.address)),
+        );
+      if (!found) throw new NotFoundError(`Subscription ${id} does not watch ${check.address}`);
+      return { address: found.address, createdAt: found.createdAt.toISOString() };
     },
 
     /**
@@ -410,13 +707,13 @@ export function createSubscriptions(deps: {
       if (row.deletedAt) return;
       await db.transaction(async (tx) => {
         await tx.update(subscriptions).set({ deletedAt: now() }).where(eq(subscriptions.id, id));
-        await announce(tx, { type: 'remove', id });
+        await announce(tx, { type: 'remove', id }, deps.origin, notifyOthers);
         await tx
           .update(notifications)
           .set({ state: 'failed', nextAttemptAt: null, lastError: 'subscription deleted' })
           .where(and(eq(notifications.subscriptionId, id), eq(notifications.state, 'pending')));
       });
-      deps.onChange?.({ type: 'remove', id });
+      await deps.onChange?.({ type: 'remove', id });
     },
 
     /** Re-enables a disabled subscription; its failed notifications can then be recovered. */
@@ -478,7 +775,18 @@ export function createSubscriptions(deps: {
       } else {
         const network = networks.find(row.network ?? '');
         if (!network) throw new ConflictError(`Network ${row.network} is no longer configured`);
-        payload = samplePayload(network, row, notificationId);
+        // A list's sample names one of its addresses (the first in order), as a real one would.
+        const [first] =
+          row.address === null
+            ? await db
+                .select({ address: subscriptionAddresses.address })
+                .from(subscriptionAddresses)
+                .where(eq(subscriptionAddresses.subscriptionId, row.id))
+                .orderBy(subscriptionAddresses.address)
+                .limit(1)
+            : [{ address: row.address }];
+        if (!first) throw new ConflictError('The subscription watches no addresses yet; add some first');
+        payload = samplePayload(network, first.address, row, notificationId);
       }
       await db.transaction((tx) =>
         enqueueNotifications(tx, [

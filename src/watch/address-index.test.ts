@@ -220,6 +220,87 @@ describe('the address index', () => {
   });
 });
 
+describe('subscriptions of many addresses', () => {
+  const endpoint = (fields: Partial<WatchedSubscription> = {}) => {
+    const { address: _address, ...rest } = watched('ETH', EVM, fields);
+    return rest;
+  };
+  const as = (s: ReturnType<typeof endpoint>, address: string): WatchedSubscription => ({ ...s, address });
+
+  test('each match names the address of the list that matched; removal from the middle of a long list', () => {
+    const index = createAddressIndex(familyOf);
+    const list = endpoint();
+    const addresses = Array.from({ length: 10_000 }, () => getAddress(randomEvm()));
+    index.apply({ type: 'upsert', subscription: list, addresses });
+    expect(index.size()).toBe(1);
+    expect(index.watches()).toBe(10_000);
+    for (const address of addresses.filter((_, i) => i % 97 === 0))
+      expect(index.lookup('ETH', address.toLowerCase())).toEqual([as(list, address)]);
+    // Every other one removed, in an order unlike the one they were added in.
+    const removed = addresses.filter((_, i) => i % 2 === 1).reverse();
+    index.apply({ type: 'addresses', id: list.id, add: [], remove: removed });
+    expect(index.watches()).toBe(5_000);
+    for (const [i, address] of addresses.entries())
+      expect(index.lookup('ETH', address)).toEqual(i % 2 === 1 ? [] : [as(list, address)]);
+    expect(index.addressCounts()).toEqual({ ETH: 5_000 });
+  });
+
+  test('adding a watched address or removing an unwatched one changes nothing; repeats count once', () => {
+    const index = createAddressIndex(familyOf);
+    const list = endpoint();
+    const [a, b, c] = [randomEvm(), randomEvm(), randomEvm()].map((x) => getAddress(x));
+    index.apply({ type: 'upsert', subscription: list, addresses: [a!, a!] });
+    index.apply({ type: 'addresses', id: list.id, add: [a!, b!, b!.toLowerCase()], remove: [c!] });
+    expect(index.watches()).toBe(2);
+    expect(index.lookup('ETH', b!)).toEqual([as(list, b!)]);
+    index.apply({ type: 'addresses', id: list.id, add: [], remove: [a!, a!] });
+    expect(index.lookup('ETH', a!)).toEqual([]);
+    expect(index.watches()).toBe(1);
+    // Changes of a subscription the index does not know are ignored (deleted before it came).
+    index.apply({ type: 'addresses', id: uuidv7(), add: [c!], remove: [] });
+    expect(index.lookup('ETH', c!)).toEqual([]);
+  });
+
+  test('two lists sharing addresses: one match each, removing from one leaves the other', () => {
+    const index = createAddressIndex(familyOf);
+    const first = endpoint({ confirmations: 3 });
+    const second = endpoint({ mempool: true });
+    const shared = getAddress(randomEvm());
+    const own = getAddress(randomEvm());
+    index.apply({ type: 'upsert', subscription: first, addresses: [shared, own] });
+    index.apply({ type: 'upsert', subscription: second, addresses: [shared] });
+    expect(index.lookup('ETH', shared)).toEqual([as(first, shared), as(second, shared)]);
+    expect(index.watchesMempool('ETH')).toBe(true);
+    index.apply({ type: 'addresses', id: first.id, add: [], remove: [shared] });
+    expect(index.lookup('ETH', shared)).toEqual([as(second, shared)]);
+    expect(index.lookup('ETH', own)).toEqual([as(first, own)]);
+    index.apply({ type: 'remove', id: second.id });
+    expect(index.lookup('ETH', shared)).toEqual([]);
+    expect(index.watchesMempool('ETH')).toBe(false);
+    expect(index.addressCounts()).toEqual({ ETH: 1 });
+  });
+
+  test('an upsert without addresses keeps them; with addresses, it watches exactly those', () => {
+    const index = createAddressIndex(familyOf);
+    const list = endpoint();
+    const [a, b, c] = [randomEvm(), randomEvm(), randomEvm()].map((x) => getAddress(x));
+    index.apply({ type: 'upsert', subscription: list, addresses: [a!, b!] });
+    const slower = { ...list, confirmations: 12 };
+    index.apply({ type: 'upsert', subscription: slower });
+    expect(index.lookup('ETH', a!)).toEqual([as(slower, a!)]);
+    index.apply({ type: 'upsert', subscription: slower, addresses: [b!, c!] });
+    expect(index.lookup('ETH', a!)).toEqual([]);
+    expect(index.lookup('ETH', c!)).toEqual([as(slower, c!)]);
+    expect(index.watches()).toBe(2);
+    // A subscription's freed watches are reused by the next one's.
+    index.apply({ type: 'remove', id: list.id });
+    expect(index.watches()).toBe(0);
+    const next = endpoint();
+    index.apply({ type: 'upsert', subscription: next, addresses: [a!, b!, c!] });
+    for (const address of [a!, b!, c!]) expect(index.lookup('ETH', address)).toEqual([as(next, address)]);
+  });
+});
+
 describe.each(backends)('load on %s', (backend) => {
   let environment: TestEnvironment;
   let store: Store;
@@ -243,9 +324,12 @@ describe.each(backends)('load on %s', (backend) => {
   async function insert(s: WatchedSubscription, type = 'ADDRESS_TRANSACTION'): Promise<void> {
     await store.db.execute(sql`
       INSERT INTO subscriptions (id, account_id, type, network, address, url, mempool, confirmations,
-        secret, callback_token, created_at)
+        secret, callback_token, created_at, address_count)
       VALUES (${s.id}, ${s.accountId}, ${type}, ${s.network}, ${s.address}, 'http://127.0.0.1/', ${s.mempool},
-        ${s.confirmations}, '{}', '{}', now())`);
+        ${s.confirmations}, '{}', '{}', now(), 1)`);
+    await store.db.execute(sql`
+      INSERT INTO subscription_addresses (subscription_id, network, address, created_at)
+      VALUES (${s.id}, ${s.network}, ${s.address}, now())`);
   }
 
   test('reads every live address subscription over several pages, and a reload drops what was deleted', async () => {
@@ -261,11 +345,15 @@ describe.each(backends)('load on %s', (backend) => {
       const chunk = rows.slice(start, start + 5_000);
       await store.db.execute(sql`
         INSERT INTO subscriptions (id, account_id, type, network, address, url, mempool, confirmations,
-          secret, callback_token, created_at)
+          secret, callback_token, created_at, address_count)
         SELECT id::uuid, ${account}::uuid, 'ADDRESS_TRANSACTION', network, address, 'http://127.0.0.1/',
-          mempool, confirmations, '{}', '{}', now()
+          mempool, confirmations, '{}', '{}', now(), 1
         FROM json_to_recordset(${JSON.stringify(chunk)}::json)
           AS r(id text, network text, address text, mempool boolean, confirmations int)`);
+      await store.db.execute(sql`
+        INSERT INTO subscription_addresses (subscription_id, network, address, created_at)
+        SELECT id::uuid, network, address, now()
+        FROM json_to_recordset(${JSON.stringify(chunk)}::json) AS r(id text, network text, address text)`);
     }
     const deleted = watched('ETH', randomEvm(), { accountId: account });
     await insert(deleted);
@@ -295,5 +383,39 @@ describe.each(backends)('load on %s', (backend) => {
     expect(index.lookup('POL', arriving.address)).toEqual([arriving]);
     expect(index.size()).toBe(rows.length);
     expect(index.lookup(rows[3]!.network, rows[3]!.address)).toEqual([rows[3]]);
+  });
+
+  test('lists over several pages of addresses; a deleted list and removed addresses are not watched', async () => {
+    const list = watched('ETH', EVM, { accountId: account, confirmations: 4 });
+    const dead = watched('ETH', EVM, { accountId: account });
+    const addresses = Array.from({ length: 2_500 }, () => getAddress(randomEvm()));
+    for (const [s, deleted] of [
+      [list, false],
+      [dead, true],
+    ] as const) {
+      await store.db.execute(sql`
+        INSERT INTO subscriptions (id, account_id, type, network, url, mempool, confirmations,
+          secret, callback_token, created_at, address_count, deleted_at)
+        VALUES (${s.id}, ${account}, 'ADDRESS_TRANSACTION', 'ETH', 'http://127.0.0.1/', false, ${s.confirmations},
+          '{}', '{}', now(), ${addresses.length}, ${deleted ? sql`now()` : null})`);
+      await store.db.execute(sql`
+        INSERT INTO subscription_addresses (subscription_id, network, address, created_at)
+        SELECT ${s.id}::uuid, 'ETH', a, now() FROM json_array_elements_text(${JSON.stringify(addresses)}::json) a`);
+    }
+    const index = createAddressIndex(familyOf, { subscriptions: 10_000, addresses: 1_000 });
+    await index.load(store.db);
+    const { address: _address, ...fields } = list;
+    for (const address of addresses.filter((_, i) => i % 13 === 0))
+      expect(index.lookup('ETH', address.toLowerCase())).toEqual([{ ...fields, address }]);
+    const ids = await index.lookup('ETH', addresses[0]!).map((s) => s.id);
+    expect(ids).toEqual([list.id]);
+
+    // Removed in the database while the index was not listening: a reload drops it.
+    await store.db.execute(
+      sql`DELETE FROM subscription_addresses WHERE subscription_id = ${list.id} AND address = ${addresses[1]!}`,
+    );
+    await index.load(store.db);
+    expect(index.lookup('ETH', addresses[1]!)).toEqual([]);
+    expect(index.lookup('ETH', addresses[2]!)).toEqual([{ ...fields, address: addresses[2] }]);
   });
 });

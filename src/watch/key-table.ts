@@ -16,6 +16,8 @@ export interface KeyTable {
   add(key: Uint8Array, length: number): number;
   /** Whether the last `add` added its key (rather than finding it). */
   readonly added: boolean;
+  /** Room for `more` keys beyond those held, so adding them grows nothing (and rehashes once). */
+  reserve(more: number): void;
   /** Forgets the entry's key; the entry number is reused by a later `add`. */
   remove(entry: number): void;
   /** The key's bytes, valid until the next `add` or `remove`. */
@@ -213,6 +215,12 @@ export function createKeyTable(
     },
     get added() {
       return added;
+    },
+    reserve(more) {
+      // Entries first: growing them may widen the entry bits, which rebuilds the slots; on an
+      // empty table (a load) that rebuild is free and the slots' one then sizes them for good.
+      ensureEntries(entries + Math.max(0, more - freeCount));
+      ensureSlots(size + more);
     },
     remove(entry) {
       const length = keyLength[entry]!;

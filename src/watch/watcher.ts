@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { createPublicClient, fallback, http, type PublicClient } from 'viem';
 import { createAlgorandSource, createAssetInfoCache } from '../chains/algorand/source.js';
@@ -9,7 +10,11 @@ import type { Network, NetworkCatalog } from '../chains/networks.js';
 import { createSolanaSource } from '../chains/solana/source.js';
 import type { BlockSource } from '../chains/source.js';
 import type { Db, Store } from '../store/db.js';
-import { SUBSCRIPTIONS_CHANNEL, type SubscriptionChange } from '../subscriptions/events.js';
+import {
+  SUBSCRIPTIONS_CHANNEL,
+  type SubscriptionChange,
+  type SubscriptionNotice,
+} from '../subscriptions/events.js';
 import type { AddressIndex } from './address-index.js';
 import { algorandMatcher } from './algorand-notifications.js';
 import { bitcoinMatcher } from './bitcoin-notifications.js';
@@ -34,6 +39,8 @@ export interface WatcherDeps {
   listen?: Store['listen'];
   /** Risk scores for `addressesRiskRatio` (Solana's matcher will read them; unused until then). */
   risk?: RiskEnricher;
+  /** This app instance's mark on its NOTIFY payloads: those were applied through onSubscriptionChange. */
+  origin?: string;
 }
 
 export function evmClient(rpcUrls: string[]): PublicClient {
@@ -61,6 +68,58 @@ export function createWatcher(deps: WatcherDeps) {
   function apply(change: SubscriptionChange): void {
     deps.index.apply(change);
     if (change.type === 'upsert') follow(change.subscription.network);
+  }
+
+  /**
+   * Changes are applied one at a time in the order they arrive (a NOTIFY's commit order), even
+   * when one must first be read from the database; a block is matched only once every change
+   * that arrived before it has been applied, so a change is in force for the next block.
+   */
+  let changes: Promise<void> = Promise.resolve();
+  function inOrder(task: () => void | Promise<void>): Promise<void> {
+    const run = changes.then(task);
+    changes = run.catch((err) => deps.logger.error({ err }, 'applying a subscription change failed'));
+    return run;
+  }
+
+  function reload(): void {
+    void inOrder(() =>
+      deps.index.load(deps.db).then(
+        () => {},
+        (err) => deps.logger.error({ err }, 'reloading watched addresses failed'),
+      ),
+    );
+  }
+
+  function onNotice(payload: string | undefined): void {
+    // Without a payload (after a reconnect) changes may have been missed: reload them all.
+    if (!payload) {
+      reload();
+      return;
+    }
+    const notice = JSON.parse(payload) as SubscriptionNotice;
+    if (deps.origin !== undefined && notice.origin === deps.origin) return;
+    if (notice.type !== 'stored') {
+      void inOrder(() => apply(notice));
+      return;
+    }
+    void inOrder(async () => {
+      const result = (await deps.db.execute(
+        sql`SELECT change FROM subscription_changes WHERE seq = ${notice.seq}::bigint`,
+      )) as unknown as { rows: { change: string }[] };
+      const row = result.rows[0];
+      // Pruned before we read it (a listener minutes behind): read everything again.
+      if (!row) return deps.index.load(deps.db).then(() => {});
+      apply(JSON.parse(row.change) as SubscriptionChange);
+    });
+  }
+
+  /** Matches a block once the changes that arrived before it are in force. */
+  function afterChanges<Activity>(match: BlockMatcher<Activity>): BlockMatcher<Activity> {
+    return async (block) => {
+      await changes;
+      return match(block);
+    };
   }
 
   /** Starts the network's follower (and the family's companions) when its first subscription comes. */
@@ -96,7 +155,7 @@ export function createWatcher(deps: WatcherDeps) {
       network,
       source,
       // Risk scores on the networks that want them (LEDGERHOOK_RISK_NETWORKS), none elsewhere.
-      match: withRiskScores(match, deps.risk?.forNetwork(network.name)),
+      match: afterChanges(withRiskScores(match, deps.risk?.forNetwork(network.name))),
       logger: deps.logger,
       pollIntervalMs: deps.pollIntervalMs,
       acquireLock: deps.tryLock ? () => deps.tryLock!(`follower:${network.name}`) : undefined,
@@ -176,20 +235,28 @@ export function createWatcher(deps: WatcherDeps) {
   return {
     async start(): Promise<void> {
       running = true;
-      unlisten = await deps.listen?.(SUBSCRIPTIONS_CHANNEL, (payload) => {
-        // Without a payload (after a reconnect) changes may have been missed: reload them all.
-        if (payload) apply(JSON.parse(payload) as SubscriptionChange);
-        else
-          void deps.index
-            .load(deps.db)
-            .catch((err) => deps.logger.error({ err }, 'reloading watched addresses failed'));
+      unlisten = await deps.listen?.(SUBSCRIPTIONS_CHANNEL, onNotice);
+      const started = performance.now();
+      // In line with the changes heard meanwhile, which are applied after it.
+      let loaded = 0;
+      await inOrder(async () => {
+        loaded = await deps.index.load(deps.db);
       });
-      const loaded = await deps.index.load(deps.db);
-      deps.logger.info({ subscriptions: loaded }, 'watched addresses loaded');
+      deps.logger.info(
+        {
+          subscriptions: loaded,
+          addresses: deps.index.watches(),
+          ms: Math.round(performance.now() - started),
+        },
+        'watched addresses loaded',
+      );
       for (const name of [...(deps.alwaysFollow ?? []), ...deps.index.networks()]) follow(name);
     },
-    /** Keeps the address index in step with the API; a new network's follower starts at once. */
-    onSubscriptionChange: apply,
+    /**
+     * Keeps the address index in step with this process's API, in order with the changes heard
+     * from others; a new network's follower starts at once.
+     */
+    onSubscriptionChange: (change: SubscriptionChange): Promise<void> => inOrder(() => apply(change)),
     status(): FollowerStatus[] {
       return [...followers.values()].map((f) => f.status());
     },

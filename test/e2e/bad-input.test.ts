@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { ADDRESS_LIST_BODY_LIMIT } from '../../src/subscriptions/routes.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { backends } from '../helpers/env.js';
 import { waitFor } from '../helpers/process.js';
@@ -69,6 +70,12 @@ interface Case {
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const JSON_TYPE = { 'content-type': 'application/json' };
 const BODY_LIMIT = 1_048_576;
+/** The routes that take address lists (100,000 of them) have a larger limit of their own. */
+const bodyLimitOf = (op: { method: string; path: string }) =>
+  op.method === 'POST' &&
+  (op.path === '/api/v1/subscription' || op.path === '/api/v1/subscription/{id}/addresses')
+    ? ADDRESS_LIST_BODY_LIMIT
+    : BODY_LIMIT;
 
 function operationsOf(doc: OpenApi): Operation[] {
   const resolve = (schema: JsonSchema | undefined): JsonSchema | undefined => {
@@ -305,7 +312,9 @@ describe.each(backends)('hostile requests to every documented operation on %s', 
         const pointer = pointerOf(field);
         add(`NUL in ${pointer}`, nest(field, '"a\\u0000b"'), at(pointer));
         add(`lone high surrogate in ${pointer}`, nest(field, '"a\\ud800b"'), at(pointer));
-        add(`duplicate key ${pointer}`, nest(field, '"second"', true), at(pointer));
+        // An array's item has no key to repeat.
+        if (typeof field.at(-1) !== 'number')
+          add(`duplicate key ${pointer}`, nest(field, '"second"', true), at(pointer));
       }
       add('a lone low surrogate', '{"zz": "\\udc00"}', at('#/zz'));
       add('NUL in a key', '{"a\\u0000b": 1}', at('#/a\u0000b'));
@@ -330,7 +339,7 @@ describe.each(backends)('hostile requests to every documented operation on %s', 
       add('UTF-8 of a lone surrogate (CESU-8)', Buffer.from('{"zz": "\xed\xa0\x80"}', 'latin1'), {
         status: 400,
       });
-      add('a body over the limit', `{"zz": "${'x'.repeat(BODY_LIMIT)}"}`, { status: 413 });
+      add('a body over the limit', `{"zz": "${'x'.repeat(bodyLimitOf(op))}"}`, { status: 413 });
       add('non-empty text/plain', '{}', { status: 415 }, { 'content-type': 'text/plain' });
       add(
         'a non-empty form',
