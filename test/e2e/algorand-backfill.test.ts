@@ -7,9 +7,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { notifications } from '../../src/notify/schema.js';
 import {
   type AlgorandNode,
   assembleRun,
@@ -21,11 +19,11 @@ import {
   TESTNET,
 } from '../helpers/algorand-node.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { comparableBody, runBackfills, storedBodies } from '../helpers/backfill.js';
 import { backends } from '../helpers/env.js';
 import { waitFor } from '../helpers/process.js';
 import { type Receiver, startReceiver } from '../helpers/receiver.js';
 
-type Body = Record<string, unknown>;
 type View = { state: string; found: number; method: string; from: number };
 
 /** The sender of the round's four self-payments (see algorand-watch.test.ts). */
@@ -61,26 +59,10 @@ describe.each(
     expect(res.status, res.text).toBe(201);
     return (res.body as { id: string }).id;
   };
-  const bodiesOf = async (id: string): Promise<Body[]> =>
-    (
-      await t.app.store.db
-        .select({ body: notifications.body })
-        .from(notifications)
-        .where(eq(notifications.subscriptionId, id))
-    ).map((r) => JSON.parse(r.body) as Body);
-  const comparable = ({ id: _i, subscriptionId: _s, backfill: _b, ...rest }: Body) => JSON.stringify(rest);
-  const backfill = async (id: string, body: unknown = { from: FIRST, to: LAST }): Promise<View> => {
-    const res = await t.request('POST', `/api/v1/subscription/${id}/backfill`, { body });
-    expect(res.status, res.text).toBe(202);
-    return waitFor(
-      async () => {
-        const v = (await t.request('GET', `/api/v1/subscription/${id}/backfill`)).body as View;
-        return v.state === 'running' ? undefined : v;
-      },
-      `backfill of ${id}`,
-      20_000,
-    );
-  };
+  const bodiesOf = (id: string) => storedBodies(t.app.store.db, [id]);
+  const comparable = comparableBody;
+  const backfill = async (id: string, range: unknown = { from: FIRST, to: LAST }): Promise<View> =>
+    (await runBackfills<View>(t, [id], range))[0]!;
   const height = async () => {
     const ready = (await (await fetch(`${t.app.url}/readyz`)).json()) as {
       networks: { network: string; height: number | null }[];

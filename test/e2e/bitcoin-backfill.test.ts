@@ -1,19 +1,12 @@
-/**
- * Backfill on Bitcoin against the live follower, on the recorded btcd chain served by the loopback
- * node (test/fixtures/chains/bitcoin/README.md): through Esplora the watched addresses' histories,
- * through Bitcoin Core the range's blocks; either way the follower's notifications exactly.
- */
-import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { notifications } from '../../src/notify/schema.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { comparableBody, runBackfills, storedBodies } from '../helpers/backfill.js';
 import { BTCD_MAIN, btcdBlock } from '../helpers/bitcoin-blocks.js';
 import { type BitcoinNode, startBitcoinNode } from '../helpers/bitcoin-node.js';
 import { backends } from '../helpers/env.js';
 import { waitFor } from '../helpers/process.js';
 import { type Receiver, startReceiver } from '../helpers/receiver.js';
 
-type Body = Record<string, unknown>;
 
 // The btcd chain's addresses that move coins in blocks 2-4 (see bitcoin-watch.test.ts).
 const WATCHED = [
@@ -44,42 +37,11 @@ describe.each(
     expect(res.status, res.text).toBe(201);
     return (res.body as { id: string }).id;
   };
-  const bodiesOf = async (ids: string[]): Promise<Body[]> => {
-    const out: Body[] = [];
-    for (const id of ids) {
-      const rows = await t.app.store.db
-        .select({ body: notifications.body })
-        .from(notifications)
-        .where(eq(notifications.subscriptionId, id));
-      out.push(...rows.map((r) => JSON.parse(r.body) as Body));
-    }
-    return out;
-  };
-  const comparable = ({ id: _i, subscriptionId: _s, backfill: _b, ...rest }: Body) => JSON.stringify(rest);
+  const bodiesOf = (ids: string[]) => storedBodies(t.app.store.db, ids);
+  const comparable = comparableBody;
   /** Backfills each subscription over the chain and waits for all to end. */
-  const backfill = async (ids: string[]) => {
-    const views: { state: string; found: number; method: string }[] = [];
-    for (const id of ids) {
-      const res = await t.request('POST', `/api/v1/subscription/${id}/backfill`, {
-        body: { from: 1, to: TIP },
-      });
-      expect(res.status, res.text).toBe(202);
-    }
-    for (const id of ids) {
-      views.push(
-        await waitFor(
-          async () => {
-            const res = await t.request('GET', `/api/v1/subscription/${id}/backfill`);
-            const v = res.body as { state: string; found: number; method: string };
-            return v.state === 'running' ? undefined : v;
-          },
-          `backfill of ${id}`,
-          20_000,
-        ),
-      );
-    }
-    return views;
-  };
+  const backfill = (ids: string[]) =>
+    runBackfills<{ state: string; found: number; method: string }>(t, ids, { from: 1, to: TIP });
 
   beforeAll(async () => {
     node = await startBitcoinNode();

@@ -1,7 +1,6 @@
-import { eq } from 'drizzle-orm';
 import { type Hex, numberToHex, parseEther } from 'viem';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { notifications } from '../../src/notify/schema.js';
+import { comparableBody, storedBodies } from '../helpers/backfill.js';
 import { type Devnet, startDevnet } from '../helpers/devnet.js';
 import { backends } from '../helpers/env.js';
 import { waitFor } from '../helpers/process.js';
@@ -34,15 +33,8 @@ describe.each(backends)('backfill on anvil (%s)', (backend) => {
   let last: number;
   let live: { id: string };
 
-  const bodiesOf = async (subscriptionId: string): Promise<Body[]> => {
-    const rows = await d.t.app.store.db
-      .select({ body: notifications.body, key: notifications.dedupeKey })
-      .from(notifications)
-      .where(eq(notifications.subscriptionId, subscriptionId));
-    return rows.map((r) => JSON.parse(r.body) as Body);
-  };
-  /** A body without what differs between two subscriptions' notifications of one transfer. */
-  const comparable = ({ id: _i, subscriptionId: _s, backfill: _b, ...rest }: Body) => JSON.stringify(rest);
+  const bodiesOf = (subscriptionId: string) => storedBodies(d.t.app.store.db, [subscriptionId]);
+  const comparable = comparableBody;
   const subscribe = async (extra: Record<string, unknown> = {}, path = '') => {
     const res = await d.t.request('POST', '/api/v1/subscription', {
       body: {

@@ -1,12 +1,6 @@
-/**
- * Backfill on Solana against the live follower: signatures, transactions and block hashes from
- * the loopback node (test/helpers/solana-node.ts), which serves the recorded mainnet slot
- * 110360000 and blocks ASSEMBLED from its real transactions, with skipped slots between them.
- */
-import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { notifications } from '../../src/notify/schema.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { comparableBody, runBackfills, storedBodies } from '../helpers/backfill.js';
 import { backends } from '../helpers/env.js';
 import { waitFor } from '../helpers/process.js';
 import { type Receiver, startReceiver } from '../helpers/receiver.js';
@@ -33,7 +27,6 @@ import {
   startSolanaNode,
 } from '../helpers/solana-node.js';
 
-type Body = Record<string, unknown>;
 type View = { state: string; found: number; method: string };
 
 const R = SLOT;
@@ -72,39 +65,9 @@ describe.each(backends)('backfill on Solana on %s', (backend) => {
     expect(res.status, res.text).toBe(201);
     return (res.body as { id: string }).id;
   };
-  const bodiesOf = async (ids: string[]): Promise<Body[]> => {
-    const out: Body[] = [];
-    for (const id of ids) {
-      const rows = await t.app.store.db
-        .select({ body: notifications.body })
-        .from(notifications)
-        .where(eq(notifications.subscriptionId, id));
-      out.push(...rows.map((r) => JSON.parse(r.body) as Body));
-    }
-    return out;
-  };
-  const comparable = ({ id: _i, subscriptionId: _s, backfill: _b, ...rest }: Body) => JSON.stringify(rest);
-  const backfill = async (ids: string[]): Promise<View[]> => {
-    for (const id of ids) {
-      const res = await t.request('POST', `/api/v1/subscription/${id}/backfill`, {
-        body: { from: FIRST, to: LAST },
-      });
-      expect(res.status, res.text).toBe(202);
-    }
-    const views: View[] = [];
-    for (const id of ids)
-      views.push(
-        await waitFor(
-          async () => {
-            const v = (await t.request('GET', `/api/v1/subscription/${id}/backfill`)).body as View;
-            return v.state === 'running' ? undefined : v;
-          },
-          `backfill of ${id}`,
-          20_000,
-        ),
-      );
-    return views;
-  };
+  const bodiesOf = (ids: string[]) => storedBodies(t.app.store.db, ids);
+  const comparable = comparableBody;
+  const backfill = (ids: string[]) => runBackfills<View>(t, ids, { from: FIRST, to: LAST });
   const height = async () => {
     const ready = (await (await fetch(`${t.app.url}/readyz`)).json()) as {
       networks: { network: string; height: number | null }[];
