@@ -1,22 +1,10 @@
+import type { BackfillView } from '../backfill/jobs.js';
+
 /**
  * `ledgerhook backfill SUBSCRIPTION --from … [--to …]`: starts a backfill through the service's
  * API and draws its progress until it ends. A backfill already running for the subscription is
  * followed instead of refused, so the command can be run again after an interruption.
  */
-
-interface BackfillView {
-  id: string;
-  state: string;
-  from: number;
-  to: number;
-  position: number;
-  blocksDone: number;
-  blocksTotal: number;
-  progress: number;
-  found: number;
-  etaSeconds: number | null;
-  error: string | null;
-}
 
 export interface BackfillCliOptions {
   url: string;

@@ -7,7 +7,6 @@ import { backends } from '../helpers/env.js';
 import { waitFor } from '../helpers/process.js';
 import { type Receiver, startReceiver } from '../helpers/receiver.js';
 
-
 // The btcd chain's addresses that move coins in blocks 2-4 (see bitcoin-watch.test.ts).
 const WATCHED = [
   '1KXFNhNtrRMfgbdiQeuJqnfD7dR4PhniyJ',
