@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
@@ -8,6 +8,7 @@ import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import pg from 'pg';
+import { packageRoot, runningFromSources } from '../shared/package-root.js';
 import type { PgliteReply, PgliteRequest } from './pglite-worker.js';
 import * as tables from './tables.js';
 import { QueryTimeoutError } from './unavailable.js';
@@ -66,7 +67,7 @@ export interface PostgresOptions {
   connectTimeoutMs?: number;
 }
 
-export const migrationsFolder = fileURLToPath(new URL('../../drizzle', import.meta.url));
+export const migrationsFolder = path.join(packageRoot, 'drizzle');
 
 // The first half of two-key advisory locks taken by name (tryLock), apart from other users' locks.
 const NAMED_LOCK_SPACE = 7_461_003;
@@ -229,12 +230,13 @@ class PgliteWorkerClient {
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 /**
- * The worker: the script compiled beside this file, or (tests, running the TypeScript sources)
- * the source imported through tsx, which a worker thread does not inherit.
+ * The worker: the script built beside the bundle, or (tests, running the TypeScript sources) the
+ * source imported through tsx, which a worker thread does not inherit.
  */
 function startPgliteWorker(dir: string): Worker {
-  const compiled = new URL('./pglite-worker.js', import.meta.url);
-  if (fs.existsSync(fileURLToPath(compiled))) return new Worker(compiled, { workerData: { dir } });
+  if (!runningFromSources) {
+    return new Worker(path.join(packageRoot, 'dist', 'store', 'pglite-worker.js'), { workerData: { dir } });
+  }
   const source = new URL('./pglite-worker.ts', import.meta.url).href;
   const boot = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(source)}); })`;
   return new Worker(boot, { eval: true, workerData: { dir } });
