@@ -69,7 +69,6 @@ export function ed25519PrivateKey(secretKey: string): crypto.KeyObject {
   });
   if (raw.length > ED25519_KEY_BYTES && !rawPublicKey(key).equals(raw.subarray(ED25519_KEY_BYTES)))
     throw new Error('the public half of this 64-byte Ed25519 secret key does not belong to its seed');
-  raw.fill(0);
   return key;
 }
 
