@@ -10,7 +10,7 @@ import type { Db, Store } from '../store/db.js';
 import { dispatchPost, type PostInFlight, postTarget } from './http-post.js';
 import { OUTBOX_CHANNEL } from './outbox.js';
 import { parseRetryAfter, type RetryPolicy } from './retry-policy.js';
-import { signWebhook, webhookKey } from './signing.js';
+import { type SigningKey, signingKey, signWebhook } from './signing.js';
 
 /** What the dispatcher reports about each attempt, e.g. to Prometheus. */
 export interface DeliveryObserver {
@@ -82,8 +82,11 @@ interface Job {
 /** A subscription's opened secrets, kept in memory between deliveries. */
 interface Credentials {
   version: string;
-  /** The current key, then each rotated-out key with the time it stops signing. */
-  signingKeys: { key: Buffer; until: number }[];
+  /**
+   * The current key, then each rotated-out key with the time it stops signing; parsed once here
+   * (an HMAC key, or an Ed25519 KeyObject), not per delivery.
+   */
+  signingKeys: { key: SigningKey; until: number }[];
   authorization: string;
 }
 
@@ -226,7 +229,8 @@ export function createDispatcher(options: DispatcherOptions) {
     if (credentials.size > 50_000) credentials.clear();
     for (const r of rowsOf<Record<string, unknown>>(result)) {
       const id = r.id as string;
-      const open = (sealed: Sealed) => webhookKey(envelope.open(sealed, secretContext(id)));
+      // The secret's prefix says how it signs (whsec_: v1 HMAC, whsk_: v1a Ed25519).
+      const open = (sealed: Sealed) => signingKey(envelope.open(sealed, secretContext(id)));
       // Rotated-out secrets, as the subscriptions' previous_secrets column holds them.
       const previous = (r.previous_secrets ?? []) as { secret: Sealed; expiresAt: string }[];
       credentials.set(id, {

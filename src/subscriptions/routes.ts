@@ -12,6 +12,7 @@ import {
   TatumPaginationQuery,
 } from '../http/schemas.js';
 import { parseIdempotencyKey } from '../idempotency/service.js';
+import { SIGNATURE_SCHEMES } from '../notify/signing.js';
 import {
   ADDRESS_TRANSACTION,
   type CreateSubscriptionInput,
@@ -40,6 +41,15 @@ const WatchedAddress = Type.Object({
   address: Type.String({ description: 'As stored: normalised for the network (EIP-55 on EVM networks)' }),
   createdAt: Type.String({ format: 'date-time', description: 'When it was added' }),
 });
+
+const SignatureScheme = Type.Enum([...SIGNATURE_SCHEMES], {
+  type: 'string',
+  description:
+    "How deliveries are signed (Standard Webhooks). hmac (default): `v1` HMAC-SHA256 signatures under a `whsec_` secret that is shown once. ed25519: `v1a` Ed25519 signatures, verified with the subscription's public key (`whpk_`, shown on every GET); the private key never leaves the service, so a receiver holds nothing that could forge a webhook. Chosen at creation; it cannot be changed",
+});
+const PUBLIC_KEY_DESCRIPTION =
+  'ed25519 only: `whpk_` + base64 of the 32-byte Ed25519 public key that verifies the `v1a` entries of `webhook-signature` (over `webhook-id.webhook-timestamp.body`). Public: shown on every GET; it changes only by rotate-secret';
+const PublicKey = Type.String({ pattern: '^whpk_[A-Za-z0-9+/]{43}=$', description: PUBLIC_KEY_DESCRIPTION });
 
 const CreateBody = Type.Object(
   {
@@ -82,6 +92,7 @@ const CreateBody = Type.Object(
       }),
     ),
     callbackToken: Type.Optional(Type.String({ minLength: 8, maxLength: 512, pattern: '^[\\x21-\\x7e]+$' })),
+    signature: Type.Optional(SignatureScheme),
   },
   { additionalProperties: false },
 );
@@ -107,6 +118,8 @@ const Subscription = Type.Object({
   mempool: Type.Boolean(),
   confirmations: Type.Integer(),
   ack: Type.String(),
+  signature: Type.String({ enum: [...SIGNATURE_SCHEMES], description: 'hmac (`v1`) or ed25519 (`v1a`)' }),
+  publicKey: Type.Optional(PublicKey),
   status: Type.String({
     enum: ['active', 'disabled', 'deleted'],
     description: 'deleted: no longer watched or delivered; it and its log stay readable',
@@ -148,9 +161,13 @@ const Notification = Type.Object({
 });
 
 const NextCursor = Type.Union([Type.String(), Type.Null()]);
+const Secret = Type.String({
+  description: 'hmac only: the Standard Webhooks signing secret (whsec_…); shown only once',
+});
 const Created = Type.Object({
   id: Type.String({ format: 'uuid' }),
-  secret: Type.String({ description: 'Standard Webhooks signing secret (whsec_…); shown only once' }),
+  secret: Type.Optional(Secret),
+  publicKey: Type.Optional(PublicKey),
   callbackToken: Type.String({
     description: 'Sent as Authorization: Bearer <callbackToken>; shown only once',
   }),
@@ -172,7 +189,7 @@ export function registerSubscriptionRoutes(
         operationId: 'createSubscription',
         summary: 'Watch an address (Tatum-compatible request) or a list of addresses',
         description:
-          'Send `attr.address` (one address, as Tatum) or `attr.addresses` (a list of up to 100,000; grow or shrink it through `/subscription/{id}/addresses`), not both. Invalid addresses are named by pointer (the first 100) and nothing is created. The callback URL must be http(s) and resolve to public addresses. The `secret` and `callbackToken` of the response are shown only once. A live subscription of the same one address, chain and url is 409 naming it (`existingId`); lists are not checked for overlap. Send `Idempotency-Key` to make retries safe. Bodies up to 16 MB.',
+          'Send `attr.address` (one address, as Tatum) or `attr.addresses` (a list of up to 100,000; grow or shrink it through `/subscription/{id}/addresses`), not both. Invalid addresses are named by pointer (the first 100) and nothing is created. The callback URL must be http(s) and resolve to public addresses. The response has the `secret` (signature hmac, the default; shown only once) or the `publicKey` (signature ed25519), and the `callbackToken` (shown only once). A live subscription of the same one address, chain and url is 409 naming it (`existingId`); lists are not checked for overlap. Send `Idempotency-Key` to make retries safe. Bodies up to 16 MB.',
         headers: IdempotencyKeyHeader,
         body: CreateBody,
         response: { 201: Created, ...bodyProblemResponses(409) },
@@ -275,11 +292,12 @@ export function registerSubscriptionRoutes(
         operationId: 'rotateSubscriptionSecret',
         summary: 'Issue a new signing secret; the ones it replaces keep signing beside it for 24 h',
         description:
-          'Every secret rotated out in the last 24 hours keeps signing (one signature each in `webhook-signature`), up to 10 at a time; an 11th rotation within the overlap is 409.',
+          'An hmac subscription gets a new `secret` (shown once), an ed25519 one a new key pair, of which the new `publicKey` is answered. Every secret (key) rotated out in the last 24 hours keeps signing (one signature each in `webhook-signature`: `v1` entries for hmac, `v1a` for ed25519), up to 10 at a time; an 11th rotation within the overlap is 409.',
         params: Id,
         response: {
           200: Type.Object({
-            secret: Type.String(),
+            secret: Type.Optional(Secret),
+            publicKey: Type.Optional(PublicKey),
             previousSecretExpiresAt: Type.String({ format: 'date-time' }),
           }),
           ...bodyProblemResponses(404, 409),

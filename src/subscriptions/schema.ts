@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import {
   bigserial,
   boolean,
+  check,
   index,
   integer,
   jsonb,
@@ -12,6 +13,7 @@ import {
   uuid,
 } from 'drizzle-orm/pg-core';
 import { accounts } from '../accounts/schema.js';
+import type { SignatureScheme } from '../notify/signing.js';
 import type { Sealed } from '../secrets/envelope.js';
 
 /** A rotated-out signing secret and when it stops signing (ISO 8601). */
@@ -24,8 +26,9 @@ const at = (name: string) => timestamp(name, { withTimezone: true, precision: 3,
 
 /**
  * A webhook endpoint and what it listens to: an address on a network (ADDRESS_TRANSACTION) or the
- * events of one registry (REGISTRY_EVENTS). The signing secret and callback token are sealed with
- * the master key; they are shown once, at creation or rotation.
+ * events of one registry (REGISTRY_EVENTS). The signing secret (or ed25519 private key) and the
+ * callback token are sealed with the master key; they are shown once, at creation or rotation
+ * (a private key never: its public key is shown instead).
  */
 export const subscriptions = pgTable(
   'subscriptions',
@@ -42,7 +45,12 @@ export const subscriptions = pgTable(
     mempool: boolean('mempool').notNull().default(false),
     confirmations: integer('confirmations').notNull().default(1),
     ack: text('ack').notNull().default('status'),
+    /** hmac (`whsec_` secrets, `v1` signatures) or ed25519 (`whsk_` keys, `v1a` signatures). */
+    signature: text('signature').$type<SignatureScheme>().notNull().default('hmac'),
+    /** The signing secret: a `whsec_` secret, or an ed25519 subscription's `whsk_` private key. */
     secret: jsonb('secret').$type<Sealed>().notNull(),
+    /** ed25519 only: the `whpk_` public key of `secret`, in clear (it is public, shown on every GET). */
+    publicKey: text('public_key'),
     /** Rotated-out secrets that still sign beside `secret` until they expire (oldest first). */
     previousSecrets: jsonb('previous_secrets').$type<PreviousSecret[]>().notNull().default([]),
     /** Bumped by every rotation, so dispatchers know their cached keys are stale. */
@@ -61,6 +69,11 @@ export const subscriptions = pgTable(
   (t) => [
     index('subscriptions_account_idx').on(t.accountId, t.id),
     index('subscriptions_watch_idx').on(t.network, t.address).where(sql`deleted_at IS NULL`),
+    // An ed25519 subscription without its public key could not be verified by anyone.
+    check(
+      'subscriptions_signature_check',
+      sql`(${t.signature} = 'hmac' AND ${t.publicKey} IS NULL) OR (${t.signature} = 'ed25519' AND ${t.publicKey} IS NOT NULL)`,
+    ),
   ],
 );
 

@@ -9,8 +9,8 @@ import { canonicalJson, type Idempotency } from '../idempotency/service.js';
 import { secretContext, tokenContext } from '../notify/dispatcher.js';
 import { enqueueNotifications, newNotificationId, signalOutbox } from '../notify/outbox.js';
 import { deliveryAttempts, notifications } from '../notify/schema.js';
-import { newWebhookSecret } from '../notify/signing.js';
-import type { Envelope } from '../secrets/envelope.js';
+import { newEd25519KeyPair, newWebhookSecret, type SignatureScheme } from '../notify/signing.js';
+import type { Envelope, Sealed } from '../secrets/envelope.js';
 import type { Db } from '../store/db.js';
 import {
   MAX_NOTICE_BYTES,
@@ -48,15 +48,22 @@ export interface CreateSubscriptionInput {
   confirmations?: number;
   ack?: 'status' | '2xx';
   callbackToken?: string;
+  /** hmac (the default) or ed25519. */
+  signature?: SignatureScheme;
 }
 
-export interface CreatedSubscription {
+/** How a receiver checks a subscription's signatures: the one of these its scheme has. */
+export type VerificationKey =
+  /** hmac: the Standard Webhooks signing secret (whsec_…), shown only at creation and rotation. */
+  | { secret: string }
+  /** ed25519: the public key (whpk_…) of the `v1a` signatures, public and shown on every GET. */
+  | { publicKey: string };
+
+export type CreatedSubscription = {
   id: string;
-  /** Standard Webhooks signing secret (whsec_…), shown only now. */
-  secret: string;
   /** Sent as `Authorization: Bearer <callbackToken>` with every notification, shown only now. */
   callbackToken: string;
-}
+} & VerificationKey;
 
 export interface AddressChangeInput {
   add?: string[];
@@ -82,6 +89,9 @@ export interface SubscriptionView {
   mempool: boolean;
   confirmations: number;
   ack: string;
+  signature: SignatureScheme;
+  /** ed25519 only: the `whpk_` key that verifies the `v1a` signatures. */
+  publicKey?: string;
   /** active, disabled, or deleted (kept readable with its delivery log). */
   status: string;
   disabledReason: string | null;
@@ -280,6 +290,8 @@ export function createSubscriptions(deps: {
       mempool: row.mempool,
       confirmations: row.confirmations,
       ack: row.ack,
+      signature: row.signature,
+      ...(row.publicKey === null ? {} : { publicKey: row.publicKey }),
       status: row.deletedAt ? 'deleted' : row.status,
       disabledReason: row.disabledReason,
       disabledAt: iso(row.disabledAt),
@@ -353,11 +365,20 @@ export function createSubscriptions(deps: {
     }
   }
 
-  function sealSecrets(id: string, secret: string, callbackToken: string) {
-    return {
-      secret: envelope.seal(secret, secretContext(id)),
-      callbackToken: envelope.seal(callbackToken, tokenContext(id)),
-    };
+  /**
+   * A new signing secret for the scheme, sealed for the subscription's row, and what its owner is
+   * shown: an HMAC secret itself, or only the public half of an Ed25519 key pair.
+   */
+  function newSigningSecret(
+    id: string,
+    scheme: SignatureScheme,
+  ): { secret: Sealed; publicKey: string | null; shown: VerificationKey } {
+    if (scheme === 'ed25519') {
+      const { secretKey, publicKey } = newEd25519KeyPair();
+      return { secret: envelope.seal(secretKey, secretContext(id)), publicKey, shown: { publicKey } };
+    }
+    const secret = newWebhookSecret();
+    return { secret: envelope.seal(secret, secretContext(id)), publicKey: null, shown: { secret } };
   }
 
   /** The network of an address subscription; any other kind has no addresses (409). */
@@ -400,16 +421,24 @@ export function createSubscriptions(deps: {
 
   async function insertEndpoint(
     tx: Db,
-    values: Omit<typeof subscriptions.$inferInsert, 'id' | 'secret' | 'callbackToken' | 'createdAt'>,
+    values: Omit<
+      typeof subscriptions.$inferInsert,
+      'id' | 'secret' | 'publicKey' | 'callbackToken' | 'createdAt'
+    >,
     callbackToken?: string,
   ): Promise<CreatedSubscription> {
     const id = uuidv7();
-    const secret = newWebhookSecret();
+    const { secret, publicKey, shown } = newSigningSecret(id, values.signature ?? 'hmac');
     const token = callbackToken ?? crypto.randomBytes(24).toString('base64url');
-    await tx
-      .insert(subscriptions)
-      .values({ id, ...values, ...sealSecrets(id, secret, token), createdAt: now() });
-    return { id, secret, callbackToken: token };
+    await tx.insert(subscriptions).values({
+      id,
+      ...values,
+      secret,
+      publicKey,
+      callbackToken: envelope.seal(token, tokenContext(id)),
+      createdAt: now(),
+    });
+    return { id, callbackToken: token, ...shown };
   }
 
   return {
@@ -495,6 +524,7 @@ export function createSubscriptions(deps: {
             type: ADDRESS_TRANSACTION,
             url: input.attr.url,
             ack: input.ack ?? 'status',
+            signature: input.signature ?? 'hmac',
           },
           input.callbackToken,
         );
@@ -649,15 +679,19 @@ export function createSubscriptions(deps: {
       accountId: string,
       registryId: string,
       url: string,
-    ): Promise<CreatedSubscription> {
-      return insertEndpoint(tx, {
+    ): Promise<CreatedSubscription & { secret: string }> {
+      const created = await insertEndpoint(tx, {
         accountId,
         type: REGISTRY_EVENTS,
         registryId,
         url,
         mempool: false,
         confirmations: 0,
+        signature: 'hmac',
       });
+      // A registry create has no `signature` field: its endpoint signs with HMAC, as it always has.
+      if (!('secret' in created)) throw new Error('a registry endpoint was given no HMAC secret');
+      return created;
     },
 
     checkUrl,
@@ -729,15 +763,17 @@ export function createSubscriptions(deps: {
     },
 
     /**
-     * A new signing secret. Every secret it replaces keeps signing beside it for 24 hours from
-     * its own rotation, so receivers still holding any of them verify every webhook meanwhile.
+     * A new signing secret (an ed25519 subscription: a new key pair, of which the public key is
+     * answered). Every secret it replaces keeps signing beside it for 24 hours from its own
+     * rotation, so receivers still holding any of them verify every webhook meanwhile.
      */
     async rotateSecret(
       accountId: string,
       id: string,
-    ): Promise<{ secret: string; previousSecretExpiresAt: string }> {
-      await undeleted(accountId, id);
-      const secret = newWebhookSecret();
+    ): Promise<VerificationKey & { previousSecretExpiresAt: string }> {
+      const current = await undeleted(accountId, id);
+      // The scheme is fixed at creation, so it can be read before the row is locked.
+      const { secret, publicKey, shown } = newSigningSecret(id, current.signature);
       const expires = new Date(now().getTime() + SECRET_OVERLAP_MS);
       await db.transaction(async (tx) => {
         // Rows lock: two rotations at once must not both keep only their own predecessor.
@@ -751,13 +787,14 @@ export function createSubscriptions(deps: {
         await tx
           .update(subscriptions)
           .set({
-            secret: envelope.seal(secret, secretContext(id)),
+            secret,
+            publicKey,
             previousSecrets: [...signing, { secret: row!.secret, expiresAt: expires.toISOString() }],
             secretVersion: sql`${subscriptions.secretVersion} + 1`,
           })
           .where(eq(subscriptions.id, id));
       });
-      return { secret, previousSecretExpiresAt: expires.toISOString() };
+      return { ...shown, previousSecretExpiresAt: expires.toISOString() };
     },
 
     /** Enqueues a sample notification through the real outbox. */

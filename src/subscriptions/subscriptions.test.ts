@@ -9,10 +9,14 @@ import { getAddress, isAddress as isEvmAddress } from 'viem';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startTestApp, type TestApp } from '../../test/helpers/app.js';
 import { type DnsServer, startDnsServer } from '../../test/helpers/dns-server.js';
+import { ed25519PublicKeyOf, signatureEntries, v1aVerifiedBy } from '../../test/helpers/ed25519.js';
 import { backends } from '../../test/helpers/env.js';
 import { waitFor } from '../../test/helpers/process.js';
 import { type ReceivedRequest, type Receiver, startReceiver } from '../../test/helpers/receiver.js';
 import { snapshotDatabase } from '../../test/helpers/snapshot.js';
+import { secretContext } from '../notify/dispatcher.js';
+import { createEnvelope } from '../secrets/envelope.js';
+import { loadMasterKey } from '../secrets/master-key.js';
 import { subscriptions } from './schema.js';
 import type { SubscriptionView } from './service.js';
 
@@ -21,11 +25,20 @@ const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** `whsec_` + base64 of 32 bytes. */
 const WHSEC = /^whsec_[A-Za-z0-9+/]{43}=$/;
+/** `whpk_` + base64 of a 32-byte Ed25519 public key. */
+const WHPK = /^whpk_[A-Za-z0-9+/]{43}=$/;
 const DAY_MS = 24 * 3_600_000;
 
 interface Created {
   id: string;
   secret: string;
+  callbackToken: string;
+}
+
+/** What creating an ed25519 subscription answers: its public key instead of a secret. */
+interface CreatedEd25519 {
+  id: string;
+  publicKey: string;
   callbackToken: string;
 }
 
@@ -64,6 +77,7 @@ const evmBadChecksum = (() => {
   return chars.join('');
 })();
 const randomEvm = () => `0x${crypto.randomBytes(20).toString('hex')}`;
+const newSecretLike = () => `whsec_${crypto.randomBytes(32).toString('base64')}`;
 
 const BTC_P2PKH = '1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNa'; // the genesis block's coinbase
 const BTC_P2SH = '3J98t1WpEZ73CNmQviecrnyiWrnqRhWNLy';
@@ -238,6 +252,7 @@ describe.each(backends)('subscription API on %s', (backend) => {
       mempool: true,
       confirmations: 1,
       ack: 'status',
+      signature: 'hmac',
       status: 'active',
       disabledReason: null,
       disabledAt: null,
@@ -292,6 +307,55 @@ describe.each(backends)('subscription API on %s', (backend) => {
       mempool: false,
       confirmations: 6,
     });
+  });
+
+  test('signature ed25519: 201 {id, publicKey, callbackToken}; GET and the list show the public key; the private key stays sealed', async () => {
+    const token = await t.tokenFor('ed25519-creator');
+    const response = await t.request('POST', API, {
+      body: subscriptionBody('ETH', randomEvm(), quietUrlOf(), { signature: 'ed25519' }),
+      token,
+    });
+    expect(response.status, response.text).toBe(201);
+    const created = response.body as CreatedEd25519;
+    expect(Object.keys(created).sort()).toEqual(['callbackToken', 'id', 'publicKey']);
+    expect(created.publicKey).toMatch(WHPK);
+
+    // Public, so every read shows it, unlike an HMAC secret.
+    const view = (await t.request('GET', `${API}/${created.id}`, { token })).body as View;
+    expect(view).toMatchObject({ id: created.id, signature: 'ed25519', publicKey: created.publicKey });
+    const list = (await t.request('GET', API, { token })).body as { data: View[] };
+    expect(list.data).toEqual([view]);
+    const hmac = await create(
+      subscriptionBody('ETH', randomEvm(), quietUrlOf(), { signature: 'hmac' }),
+      token,
+    );
+    expect(hmac.secret).toMatch(WHSEC);
+    const hmacView = (await t.request('GET', `${API}/${hmac.id}`, { token })).body as View;
+    expect(hmacView.signature).toBe('hmac');
+    expect(hmacView).not.toHaveProperty('publicKey');
+
+    // The row holds the private key sealed (as HMAC secrets are): opened with the master key it
+    // is the whsk_ seed of the public key shown, and its bytes appear nowhere in clear.
+    const [row] = (await t.app.store.db.select().from(subscriptions)).filter((r) => r.id === created.id);
+    const envelope = createEnvelope(loadMasterKey(undefined, t.environment.dataDir).key);
+    const secretKey = envelope.open(row!.secret, secretContext(created.id));
+    expect(secretKey).toMatch(/^whsk_[A-Za-z0-9+/]{43}=$/);
+    const seed = Buffer.from(secretKey.slice('whsk_'.length), 'base64');
+    const x = Buffer.from(created.publicKey.slice('whpk_'.length), 'base64').toString('base64url');
+    const privateKey = crypto.createPrivateKey({
+      key: { kty: 'OKP', crv: 'Ed25519', d: seed.toString('base64url'), x },
+      format: 'jwk',
+    });
+    const message = Buffer.from('signed by the sealed key');
+    const signature = crypto.sign(null, message, privateKey);
+    expect(crypto.verify(null, message, ed25519PublicKeyOf(created.publicKey), signature)).toBe(true);
+    for (const form of [seed.toString('base64'), seed.toString('base64url'), seed.toString('hex')]) {
+      expect(JSON.stringify(row)).not.toContain(form);
+      for (const text of [response.text, JSON.stringify(view), JSON.stringify(list)]) {
+        expect(text).not.toContain(form);
+        expect(text).not.toContain('whsk_');
+      }
+    }
   });
 
   test('the list pages newest first with limit and cursor, per account', async () => {
@@ -579,6 +643,15 @@ describe.each(backends)('subscription API on %s', (backend) => {
       ['callbackToken with a space', { callbackToken: 'has a space in it' }, '#/callbackToken'],
       ['an unknown field', { events: ['all'] }, '#/events'],
       ['type CONTRACT_LOG', { type: 'CONTRACT_LOG' }, '#/type'],
+      ['signature "rsa"', { signature: 'rsa' }, '#/signature'],
+      ['signature "ED25519" (the case matters)', { signature: 'ED25519' }, '#/signature'],
+      ['signature "" ', { signature: '' }, '#/signature'],
+      ['signature with a NUL', { signature: 'ed25519\u0000' }, '#/signature'],
+      ['signature 1', { signature: 1 }, '#/signature'],
+      ['signature true', { signature: true }, '#/signature'],
+      ['signature null', { signature: null }, '#/signature'],
+      ['signature ["ed25519"]', { signature: ['ed25519'] }, '#/signature'],
+      ['signature {"type": "ed25519"}', { signature: { type: 'ed25519' } }, '#/signature'],
       ['type in lower case', { type: 'address_transaction' }, '#/type'],
     ])('%s', async (_, extra, pointer) => {
       await expectRejected(t, subscriptionBody('ETH', evmLower, quietUrl, extra), pointer);
@@ -953,6 +1026,58 @@ describe.each(backends)('subscription API on %s', (backend) => {
       expect(headersOf(request)['webhook-signature'].split(' ')).toHaveLength(11);
       for (const secret of secrets)
         expect(() => new Webhook(secret).verify(request.body, headersOf(request))).not.toThrow();
+    });
+
+    test('ed25519: only v1a signatures, which the public key verifies; rotate-secret gives a new key pair and the keys it replaced keep signing, up to 10', async () => {
+      const response = await t.request('POST', API, {
+        body: subscriptionBody('ETH', randomEvm(), receiver.url, { signature: 'ed25519' }),
+      });
+      expect(response.status, response.text).toBe(201);
+      const created = response.body as CreatedEd25519;
+      const { request } = await sendTest(created.id);
+      const headers = headersOf(request);
+      const entries = signatureEntries(headers['webhook-signature']);
+      expect(entries.map(([version]) => version)).toEqual(['v1a']);
+      expect(entries[0]![1]).toMatch(/^[A-Za-z0-9+/]{86}==$/);
+      expect(v1aVerifiedBy(created.publicKey, headers, request.body)).toBe(1);
+      const altered = request.body.replace('"test":true', '"test":false');
+      expect(altered).not.toBe(request.body);
+      expect(v1aVerifiedBy(created.publicKey, headers, altered)).toBe(0);
+      // An HMAC verifier accepts none of it, whatever secret it is given.
+      for (const secret of [created.publicKey.replace('whpk_', 'whsec_'), newSecretLike()])
+        expect(() => new Webhook(secret).verify(request.body, headers)).toThrow(/No matching signature/);
+
+      const keys = [created.publicKey];
+      for (let rotation = 1; rotation <= 10; rotation++) {
+        const rotatedAt = Date.now();
+        const rotated = await t.request('POST', `${API}/${created.id}/rotate-secret`);
+        expect(rotated.status, rotated.text).toBe(200);
+        const r = rotated.body as { publicKey: string; previousSecretExpiresAt: string };
+        expect(Object.keys(r).sort()).toEqual(['previousSecretExpiresAt', 'publicKey']);
+        expect(r.publicKey).toMatch(WHPK);
+        expect(keys).not.toContain(r.publicKey);
+        keys.push(r.publicKey);
+        if (rotation > 1) continue;
+        expect(Math.abs(Date.parse(r.previousSecretExpiresAt) - (rotatedAt + DAY_MS))).toBeLessThan(60_000);
+        expect((await t.request('GET', `${API}/${created.id}`)).body).toMatchObject({
+          signature: 'ed25519',
+          publicKey: r.publicKey,
+          previousSecretExpiresAt: r.previousSecretExpiresAt,
+        });
+        // The old key and the new one both sign, each its own v1a entry.
+        const { request: next } = await sendTest(created.id);
+        const nextHeaders = headersOf(next);
+        expect(signatureEntries(nextHeaders['webhook-signature']).map(([v]) => v)).toEqual(['v1a', 'v1a']);
+        for (const key of keys) expect(v1aVerifiedBy(key, nextHeaders, next.body)).toBe(1);
+      }
+      const before = await digest(t);
+      const refused = await t.request('POST', `${API}/${created.id}/rotate-secret`);
+      expect(refused.status).toBe(409);
+      expect((refused.body as Problem).detail).toMatch(/10 earlier secrets still sign/);
+      expect(await digest(t)).toEqual(before);
+      const { request: last } = await sendTest(created.id);
+      expect(signatureEntries(headersOf(last)['webhook-signature'])).toHaveLength(11);
+      for (const key of keys) expect(v1aVerifiedBy(key, headersOf(last), last.body)).toBe(1);
     });
 
     test('a 410 disables the subscription; test then is 409 until it is enabled again', async () => {

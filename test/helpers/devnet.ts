@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { Logger } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import {
   createPublicClient,
@@ -50,6 +51,8 @@ export interface DevnetOptions {
   pollInterval?: string;
   /** More service settings. */
   env?: Record<string, string>;
+  /** The service's logger (silent by default), e.g. to read what it logs. */
+  logger?: Logger;
 }
 
 export interface Devnet {
@@ -139,7 +142,7 @@ export async function startDevnet(backend: Backend, options: DevnetOptions = {})
         LEDGERHOOK_ROLES: 'all',
         ...options.env,
       },
-      { alwaysFollow: ['DEVNET'] },
+      { alwaysFollow: ['DEVNET'], ...(options.logger ? { logger: options.logger } : {}) },
     );
     cleanups.push(() => t.close());
     // viem polls for receipts every 4 s by default; anvil mines at once.

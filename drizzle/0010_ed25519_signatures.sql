@@ -1,0 +1,3 @@
+ALTER TABLE "subscriptions" ADD COLUMN "signature" text DEFAULT 'hmac' NOT NULL;--> statement-breakpoint
+ALTER TABLE "subscriptions" ADD COLUMN "public_key" text;--> statement-breakpoint
+ALTER TABLE "subscriptions" ADD CONSTRAINT "subscriptions_signature_check" CHECK (("subscriptions"."signature" = 'hmac' AND "subscriptions"."public_key" IS NULL) OR ("subscriptions"."signature" = 'ed25519' AND "subscriptions"."public_key" IS NOT NULL));
