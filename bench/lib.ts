@@ -218,20 +218,13 @@ export function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 let built = false;
 
 /**
- * Ledgerhook is measured as shipped: compiled (`npm run build`, as `npm start` does), not through
+ * Ledgerhook is measured as shipped: built (`npm run build`, as `npm start` does), not through
  * tsx, whose loader and source maps would be measured too.
  */
 function runnable(args: string[]): string[] {
   if (args[0] !== 'src/main.ts') return ['--import', 'tsx', ...args];
   if (!built) {
-    execFileSync(
-      process.execPath,
-      [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
-      {
-        cwd: ROOT,
-        stdio: 'inherit',
-      },
-    );
+    execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'build.mjs')], { cwd: ROOT, stdio: 'inherit' });
     built = true;
   }
   return ['dist/main.js', ...args.slice(1)];
