@@ -46,7 +46,9 @@ function hmacHeaders(secrets: string[], body = BODY, timestamp = nowSeconds(), i
   return {
     'webhook-id': id,
     'webhook-timestamp': String(timestamp),
-    'webhook-signature': secrets.map((s) => new Webhook(s).sign(id, new Date(timestamp * 1000), body)).join(' '),
+    'webhook-signature': secrets
+      .map((s) => new Webhook(s).sign(id, new Date(timestamp * 1000), body))
+      .join(' '),
   };
 }
 
@@ -165,7 +167,10 @@ describe('ed25519 (v1a, whpk_)', () => {
       'no_matching_signature',
     );
     // Malformed entries beside a good one are passed over, not fatal.
-    const noisy = { ...headers, 'webhook-signature': `v1a,!!! v1a,AAAA junk ${headers['webhook-signature']}` };
+    const noisy = {
+      ...headers,
+      'webhook-signature': `v1a,!!! v1a,AAAA junk ${headers['webhook-signature']}`,
+    };
     expect(verify(BODY, noisy, current.whpk)).toBeDefined();
   });
 
