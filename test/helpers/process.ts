@@ -153,6 +153,62 @@ export function runCli(args: string[], env: Record<string, string>): Promise<Cli
   });
 }
 
+export interface CliProcess {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the first match of `pattern` in stdout; fails if the process exits first. */
+  waitForOutput(pattern: RegExp, what: string, timeoutMs?: number): Promise<RegExpExecArray>;
+  /** Sends `signal` (unless it has exited) and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  exited: Promise<number | null>;
+}
+
+/** Starts a `ledgerhook` command that keeps running (e.g. listen), reading its output as it comes. */
+export function startCli(args: string[], env: Record<string, string>): CliProcess {
+  const child = spawn(process.execPath, [...CLI, ...args], {
+    cwd: repoRoot,
+    env: baseEnv(env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => {
+    stdout += c.toString();
+  });
+  child.stderr.on('data', (c: Buffer) => {
+    stderr += c.toString();
+  });
+  let code: number | null | undefined;
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('exit', (exitCode) => {
+      code = exitCode;
+      resolve(exitCode);
+    }),
+  );
+  return {
+    child,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    waitForOutput: (pattern, what, timeoutMs) =>
+      waitFor(
+        () => {
+          const match = pattern.exec(stdout);
+          if (match) return match;
+          if (code !== undefined) throw new Error(`exited (${code}) before ${what}:\n${stdout}\n${stderr}`);
+          return undefined;
+        },
+        what,
+        timeoutMs,
+      ),
+    async stop(signal = 'SIGTERM') {
+      if (code === undefined) child.kill(signal);
+      return exited;
+    },
+    exited,
+  };
+}
+
 /** The lines a process wrote, without the warnings Node itself prints. */
 export function meaningfulLines(text: string): string[] {
   return text.split('\n').filter((l) => l.trim() !== '' && !/^\(node:\d+\)|--trace-warnings/.test(l));
