@@ -7,6 +7,7 @@
  * It does not retry: a receiver that is down gets a printed failure and the next event, as a
  * developer restarting a server would want; replaying is `--after` with a cursor printed earlier.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parse, stringify } from 'lossless-json';
 import { Agent, request } from 'undici';
 import type { Config } from '../config.js';
@@ -179,7 +180,7 @@ export async function runListen(o: ListenOptions): Promise<number> {
       if (o.signal.aborted) return 0;
       // At the start a failure is a setup mistake (URL, token, subscription): say it and stop.
       o.err(
-        `ledgerhook: cannot listen: ${err instanceof ServiceRefused ? err.message : `${base} ${describeError(err)}`}`,
+        `ledgerhook: cannot listen: ${err instanceof ServiceRefused ? err.message : `${base}: ${describeError(err)}`}`,
       );
       return 1;
     }
@@ -203,10 +204,7 @@ export async function runListen(o: ListenOptions): Promise<number> {
         o.err(
           `ledgerhook: reading the events failed (${describeError(err)}); trying again in ${backoff / 1000}s`,
         );
-        await new Promise((resolve) => {
-          const timer = setTimeout(resolve, backoff);
-          o.signal.addEventListener('abort', () => resolve(clearTimeout(timer)), { once: true });
-        });
+        await sleep(backoff, undefined, { signal: o.signal }).catch(() => {});
         backoff = Math.min(backoff * 2, MAX_SERVICE_BACKOFF_MS);
         continue;
       }
