@@ -100,17 +100,20 @@ const eventHeader = {
   id: Type.String({ format: 'uuid', description: 'The notification id, equal to the `webhook-id` header' }),
   subscriptionId: Type.String({ format: 'uuid', description: 'The registry’s event endpoint' }),
 };
-const template = Type.Union([Type.Literal('STORAGE'), Type.Literal('PASS')]);
+/** What every registry event says of its registry; thin, as metadata may be encrypted at rest. */
+const registryFields = {
+  id: Type.String({ format: 'uuid' }),
+  title: Type.String(),
+  folder_id: Type.String(),
+  template: Type.Union([Type.Literal('STORAGE'), Type.Literal('PASS')]),
+};
 
 const RegistryCreatedEvent = Type.Object(
   {
     type: Type.Literal('registry.created'),
     ...eventHeader,
     registry: Type.Object({
-      id: Type.String({ format: 'uuid' }),
-      title: Type.String(),
-      folder_id: Type.String(),
-      template,
+      ...registryFields,
       data_encrypted: Type.Boolean(),
       created_at: Type.String({ format: 'date-time' }),
     }),
@@ -140,10 +143,7 @@ const RegistryRevokedEvent = Type.Object(
     type: Type.Literal('registry.revoked'),
     ...eventHeader,
     registry: Type.Object({
-      id: Type.String({ format: 'uuid' }),
-      title: Type.String(),
-      folder_id: Type.String(),
-      template,
+      ...registryFields,
       revoked_at: Type.String({ format: 'date-time' }),
     }),
   },

@@ -132,25 +132,33 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs the `ledgerhook` CLI to completion. */
-export function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...CLI, ...args], {
-      cwd: repoRoot,
-      env: baseEnv(env),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => {
-      stdout += c.toString();
-    });
-    child.stderr.on('data', (c: Buffer) => {
-      stderr += c.toString();
-    });
-    child.on('error', reject);
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+/** The CLI as a child process, its output gathered as it comes. */
+function spawnCli(args: string[], env: Record<string, string>) {
+  const child = spawn(process.execPath, [...CLI, ...args], {
+    cwd: repoRoot,
+    env: baseEnv(env),
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => {
+    stdout += c.toString();
+  });
+  child.stderr.on('data', (c: Buffer) => {
+    stderr += c.toString();
+  });
+  const exited = new Promise<number | null>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('exit', resolve);
+  });
+  return { child, stdout: () => stdout, stderr: () => stderr, exited };
+}
+
+/** Runs the `ledgerhook` CLI to completion. */
+export async function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
+  const run = spawnCli(args, env);
+  const code = await run.exited;
+  return { code, stdout: run.stdout(), stderr: run.stderr() };
 }
 
 export interface CliProcess {
@@ -166,46 +174,29 @@ export interface CliProcess {
 
 /** Starts a `ledgerhook` command that keeps running (e.g. listen), reading its output as it comes. */
 export function startCli(args: string[], env: Record<string, string>): CliProcess {
-  const child = spawn(process.execPath, [...CLI, ...args], {
-    cwd: repoRoot,
-    env: baseEnv(env),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => {
-    stdout += c.toString();
-  });
-  child.stderr.on('data', (c: Buffer) => {
-    stderr += c.toString();
-  });
+  const run = spawnCli(args, env);
   let code: number | null | undefined;
-  const exited = new Promise<number | null>((resolve) =>
-    child.on('exit', (exitCode) => {
-      code = exitCode;
-      resolve(exitCode);
-    }),
-  );
+  void run.exited.then((exitCode) => {
+    code = exitCode;
+  });
   return {
-    child,
-    stdout: () => stdout,
-    stderr: () => stderr,
+    ...run,
     waitForOutput: (pattern, what, timeoutMs) =>
       waitFor(
         () => {
-          const match = pattern.exec(stdout);
+          const match = pattern.exec(run.stdout());
           if (match) return match;
-          if (code !== undefined) throw new Error(`exited (${code}) before ${what}:\n${stdout}\n${stderr}`);
+          if (code !== undefined)
+            throw new Error(`exited (${code}) before ${what}:\n${run.stdout()}\n${run.stderr()}`);
           return undefined;
         },
         what,
         timeoutMs,
       ),
     async stop(signal = 'SIGTERM') {
-      if (code === undefined) child.kill(signal);
-      return exited;
+      if (code === undefined) run.child.kill(signal);
+      return run.exited;
     },
-    exited,
   };
 }
 
