@@ -48,6 +48,18 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`ledgerhook: invalid configuration: ${err.message}\n`);
     return 2;
   }
+  if (parsed.command === 'listen') {
+    // A client of the running service, started and stopped often while developing: it loads none
+    // of the service's modules, which the other commands' module takes seconds to load.
+    const { listenCommand } = await import('./cli/listen.js');
+    try {
+      return await listenCommand(parsed.values, config);
+    } catch (err) {
+      if (!(err instanceof UsageError)) throw err;
+      process.stderr.write(`ledgerhook: ${err.message}\n`);
+      return 2;
+    }
+  }
   const { run, describeFailure } = await import('./cli/commands.js');
   try {
     return await run(parsed, config);

@@ -21,6 +21,7 @@ import { type Config, ConfigError } from '../config.js';
 import { AppError } from '../errors.js';
 import { parseAllowCidrs } from '../notify/egress.js';
 import { DataDirInUseError, dataDirHolder } from '../store/lock.js';
+import { serviceApi } from './service-api.js';
 import { type ParsedCommandLine, UsageError } from './usage.js';
 
 /** How long a token command waits for a service that is still starting to publish its admin endpoint. */
@@ -236,16 +237,18 @@ export async function run(
       process.stdout.write(`${formatTokens(await withTokenAdmin(config, (admin) => admin.listTokens()))}\n`);
       return 0;
     case 'backfill': {
-      const token = values.token ?? process.env.LEDGERHOOK_TOKEN;
-      if (!token) throw new UsageError('backfill needs an API token: --token TOKEN or LEDGERHOOK_TOKEN');
       const { runBackfill } = await import('./backfill.js');
       return runBackfill(args[0]!, {
-        url: values.url ?? `http://127.0.0.1:${config.port}`,
-        token,
+        ...serviceApi(command, values, config.port),
         from: values.from,
         to: values.to,
         out: process.stderr,
       });
+    }
+    case 'listen': {
+      // main.ts runs listen before this module loads; this keeps run() whole.
+      const { listenCommand } = await import('./listen.js');
+      return listenCommand(values, config);
     }
     case 'verify': {
       const { runVerify } = await import('./verify.js');

@@ -17,6 +17,8 @@ interface OptionSpec {
   multiple?: boolean;
   /** The value's placeholder in help (string options). */
   value?: string;
+  /** The command cannot run without it. */
+  required?: boolean;
   help: string;
 }
 
@@ -27,7 +29,8 @@ export type CommandName =
   | 'token list'
   | 'token revoke'
   | 'verify'
-  | 'backfill';
+  | 'backfill'
+  | 'listen';
 
 interface CommandSpec {
   name: CommandName;
@@ -128,6 +131,12 @@ const COMMANDS: CommandSpec[] = [
   },
 ];
 
+/** How a command that talks to the running service reaches it. */
+const SERVICE_OPTIONS: Record<string, OptionSpec> = {
+  url: { type: 'string', value: 'URL', help: "the service's base URL" },
+  token: { type: 'string', value: 'TOKEN', help: 'an API token (default: LEDGERHOOK_TOKEN)' },
+};
+
 COMMANDS.push({
   name: 'backfill',
   args: ['SUBSCRIPTION'],
@@ -144,8 +153,40 @@ COMMANDS.push({
       value: 'BLOCK|TIME',
       help: 'last block or time (default: where the live follower stands)',
     },
-    url: { type: 'string', value: 'URL', help: "the service's base URL" },
-    token: { type: 'string', value: 'TOKEN', help: 'an API token (default: LEDGERHOOK_TOKEN)' },
+    ...SERVICE_OPTIONS,
+  },
+});
+
+COMMANDS.push({
+  name: 'listen',
+  args: [],
+  summary: "forward the account's notifications to a local URL, signed (development)",
+  description:
+    'Reads the notifications of the account (or of one subscription) from the event feed of the running\n' +
+    'service as they are committed, from now on, and POSTs each to --forward-to signed per Standard\n' +
+    'Webhooks with a whsec_ secret it prints at start (webhook-id is the notification id), printing a\n' +
+    'line per delivery: time, id, event type, status and milliseconds. Needs no inbound port. A receiver\n' +
+    'that fails or is down is reported and the next event goes on; nothing is retried. Ctrl-C stops it.\n' +
+    'The service is reached at --url (default http://127.0.0.1:$PORT) with --token or LEDGERHOOK_TOKEN.',
+  options: {
+    'forward-to': {
+      type: 'string',
+      value: 'URL',
+      required: true,
+      help: 'where to POST each notification (required), e.g. http://localhost:3000/hooks',
+    },
+    subscription: { type: 'string', value: 'ID', help: "only this subscription's notifications" },
+    secret: {
+      type: 'string',
+      value: 'whsec_...',
+      help: 'sign with this secret instead of a new one, so the receiver keeps its configuration',
+    },
+    after: {
+      type: 'string',
+      value: 'CURSOR',
+      help: 'start after this feed cursor (printed when listen stops) instead of now',
+    },
+    ...SERVICE_OPTIONS,
   },
 });
 
@@ -156,7 +197,7 @@ const TOKEN_DESCRIPTION =
 
 function usageLine(spec: CommandSpec): string {
   const options = Object.entries(spec.options).map(([name, o]) =>
-    o.type === 'string' ? `[--${name} ${o.value}]` : `[--${name}]`,
+    o.type === 'string' ? (o.required ? `--${name} ${o.value}` : `[--${name} ${o.value}]`) : `[--${name}]`,
   );
   const args = spec.variadic ? [...spec.args, '...'] : spec.args;
   return ['ledgerhook', spec.name, ...options, ...args].join(' ');
@@ -241,6 +282,10 @@ export type ParsedCommandLine =
         to?: string;
         url?: string;
         token?: string;
+        'forward-to'?: string;
+        subscription?: string;
+        secret?: string;
+        after?: string;
       };
       args: string[];
     };
@@ -353,6 +398,14 @@ export function parseCommandLine(argv: string[]): ParsedCommandLine {
   if (values.version) return { kind: 'version' };
 
   const args = parsed.positionals;
+  const missing = Object.entries(effective.options).find(
+    ([name, o]) => o.required && values[name] === undefined,
+  );
+  if (missing) {
+    throw new UsageError(
+      `${effective.name} needs --${missing[0]} ${missing[1].value}: ${usageLine(effective)}`,
+    );
+  }
   if (args.length < effective.args.length) {
     throw new UsageError(
       `${effective.name} needs ${effective.args.slice(args.length).join(' ')}: ${usageLine(effective)}`,

@@ -29,6 +29,7 @@ import {
 import { createRouteTable } from './route-table.js';
 import { ProblemSchema, problemResponse } from './schemas.js';
 import { createValidatorCompiler } from './validation.js';
+import { WEBHOOK_SCHEMAS } from './webhook-schemas.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -119,7 +120,7 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
         title: 'Ledgerhook API',
         version: deps.version,
         description:
-          'Address notifications, registries and transaction lookup. Errors are RFC 9457 problem details (application/problem+json). A path asked with a method it does not have is 405 with an `Allow` header (components.responses.MethodNotAllowed). Every /api/v1 route may answer 429 over the account’s rate limit and 503 while the database is unavailable, both with `Retry-After`.',
+          'Address notifications, registries and transaction lookup. Errors are RFC 9457 problem details (application/problem+json). A path asked with a method it does not have is 405 with an `Allow` header (components.responses.MethodNotAllowed). The bodies webhooks deliver are components.schemas.WebhookEvent and the schemas it names. Every /api/v1 route may answer 429 over the account’s rate limit and 503 while the database is unavailable, both with `Retry-After`.',
         license: { name: 'MIT', url: 'https://opensource.org/licenses/MIT' },
       },
       // Relative: the document describes the service that serves it, wherever it listens.
@@ -141,6 +142,8 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
             content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
           },
         },
+        // What webhooks deliver, which no route answers: described for receivers (WebhookEvent).
+        schemas: WEBHOOK_SCHEMAS,
       },
       security: [{ bearerAuth: [] }, { apiKey: [] }],
     },

@@ -132,25 +132,72 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs the `ledgerhook` CLI to completion. */
-export function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...CLI, ...args], {
-      cwd: repoRoot,
-      env: baseEnv(env),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => {
-      stdout += c.toString();
-    });
-    child.stderr.on('data', (c: Buffer) => {
-      stderr += c.toString();
-    });
-    child.on('error', reject);
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+/** The CLI as a child process, its output gathered as it comes. */
+function spawnCli(args: string[], env: Record<string, string>) {
+  const child = spawn(process.execPath, [...CLI, ...args], {
+    cwd: repoRoot,
+    env: baseEnv(env),
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => {
+    stdout += c.toString();
+  });
+  child.stderr.on('data', (c: Buffer) => {
+    stderr += c.toString();
+  });
+  const exited = new Promise<number | null>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('exit', resolve);
+  });
+  return { child, stdout: () => stdout, stderr: () => stderr, exited };
+}
+
+/** Runs the `ledgerhook` CLI to completion. */
+export async function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
+  const run = spawnCli(args, env);
+  const code = await run.exited;
+  return { code, stdout: run.stdout(), stderr: run.stderr() };
+}
+
+export interface CliProcess {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the first match of `pattern` in stdout; fails if the process exits first. */
+  waitForOutput(pattern: RegExp, what: string, timeoutMs?: number): Promise<RegExpExecArray>;
+  /** Sends `signal` (unless it has exited) and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  exited: Promise<number | null>;
+}
+
+/** Starts a `ledgerhook` command that keeps running (e.g. listen), reading its output as it comes. */
+export function startCli(args: string[], env: Record<string, string>): CliProcess {
+  const run = spawnCli(args, env);
+  let code: number | null | undefined;
+  void run.exited.then((exitCode) => {
+    code = exitCode;
+  });
+  return {
+    ...run,
+    waitForOutput: (pattern, what, timeoutMs) =>
+      waitFor(
+        () => {
+          const match = pattern.exec(run.stdout());
+          if (match) return match;
+          if (code !== undefined)
+            throw new Error(`exited (${code}) before ${what}:\n${run.stdout()}\n${run.stderr()}`);
+          return undefined;
+        },
+        what,
+        timeoutMs,
+      ),
+    async stop(signal = 'SIGTERM') {
+      if (code === undefined) run.child.kill(signal);
+      return run.exited;
+    },
+  };
 }
 
 /** The lines a process wrote, without the warnings Node itself prints. */

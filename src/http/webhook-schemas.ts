@@ -1,0 +1,177 @@
+/**
+ * The bodies the service POSTs to callback URLs (and serves as `payload` in the event feed), as
+ * OpenAPI components: the document describes what a receiver gets, not only what the API answers.
+ * The receiver library (packages/receiver) generates its types from these, and its tests check
+ * them against real deliveries. OpenAPI 3.0 has no `webhooks` section, hence components alone.
+ *
+ * Fields are open (no `additionalProperties: false`): a receiver must accept fields added later.
+ */
+import { type TSchema, Type } from 'typebox';
+
+const ref = (name: string) => Type.Unsafe({ $ref: `#/components/schemas/${name}` });
+
+const AddressTransactionEvent = Type.Object(
+  {
+    address: Type.String({
+      description:
+        'On EVM chains the sender of the transfer; on other chains the watched address (see `watchedAddress`)',
+    }),
+    txId: Type.String({ description: 'Transaction id (hash, signature) as the chain writes it' }),
+    type: Type.Union([Type.Literal('native'), Type.Literal('token')], {
+      description: '`native` for the chain’s own asset, `token` for a token or NFT',
+    }),
+    blockNumber: Type.Optional(
+      Type.Integer({
+        description: 'Block (round, slot) holding the transaction; absent while in the mempool',
+      }),
+    ),
+    asset: Type.String({
+      description:
+        'Token contract address (mint, asset id) for tokens; the native asset’s symbol (ETH, BTC, ALGO, SOL…) otherwise',
+    }),
+    amount: Type.String({
+      description:
+        'Decimal amount in display units, signed from the point of view of `address` (+ credited, − debited; negative on EVM chains, where `address` is the sender); an NFT count for ERC-721/1155',
+      examples: ['-0.25'],
+    }),
+    decimalsUnknown: Type.Optional(
+      Type.Literal(true, {
+        description: 'Present when the token’s decimals could not be read: `amount` is in its base units',
+      }),
+    ),
+    tokenId: Type.Optional(Type.String({ description: 'ERC-721 / ERC-1155 token id, a decimal string' })),
+    mempool: Type.Optional(
+      Type.Boolean({ description: 'EVM only: true while pending (no `blockNumber`), false once in a block' }),
+    ),
+    counterAddress: Type.Optional(
+      Type.String({
+        description: 'On EVM chains the recipient; elsewhere the single counterparty, absent if several',
+      }),
+    ),
+    addressesRiskRatio: Type.Optional(
+      Type.Array(Type.Record(Type.String(), Type.Integer({ minimum: 0, maximum: 100 })), {
+        description:
+          'Where a risk provider is configured: one `{address: score}` per counterparty, 0 (nothing known) to 100 (sanctioned)',
+      }),
+    ),
+    id: Type.String({
+      format: 'uuid',
+      description: 'The notification id: equal to the `webhook-id` header, the same on every retry',
+    }),
+    subscriptionId: Type.String({ format: 'uuid' }),
+    chain: Type.String({ description: 'The network’s name (ETH, BTC, SOL, DEVNET…)' }),
+    watchedAddress: Type.String({ description: 'The subscription’s address this transfer touched' }),
+    confirmations: Type.Integer({
+      minimum: 0,
+      description: 'Depth of the block when notified (0 in the mempool)',
+    }),
+    backfill: Type.Optional(Type.Literal(true, { description: 'Sent by a backfill of past blocks' })),
+  },
+  {
+    description:
+      'A transfer touching a watched address (events `address.transaction`, and `address.transaction.pending` with `mempool: true`)',
+  },
+);
+
+const AddressTransactionReorgEvent = Type.Intersect(
+  [
+    ref('AddressTransactionEvent'),
+    Type.Object({
+      reorg: Type.Literal(true, {
+        description: 'This withdraws an earlier notification whose block left the canonical chain',
+      }),
+    }),
+  ],
+  {
+    description:
+      'Event `address.transaction.reorg`: the body of a notification already sent, with a new `id` and `reorg: true`, because its block left the chain',
+  },
+);
+
+const TestEvent = Type.Intersect(
+  [
+    ref('AddressTransactionEvent'),
+    Type.Object({ test: Type.Literal(true, { description: 'A sample; its transfer is made up' }) }),
+  ],
+  { description: 'Event `test`, sent by POST /api/v1/subscription/{id}/test' },
+);
+
+const eventHeader = {
+  id: Type.String({ format: 'uuid', description: 'The notification id, equal to the `webhook-id` header' }),
+  subscriptionId: Type.String({ format: 'uuid', description: 'The registry’s event endpoint' }),
+};
+/** What every registry event says of its registry; thin, as metadata may be encrypted at rest. */
+const registryFields = {
+  id: Type.String({ format: 'uuid' }),
+  title: Type.String(),
+  folder_id: Type.String(),
+  template: Type.Union([Type.Literal('STORAGE'), Type.Literal('PASS')]),
+};
+
+const RegistryCreatedEvent = Type.Object(
+  {
+    type: Type.Literal('registry.created'),
+    ...eventHeader,
+    registry: Type.Object({
+      ...registryFields,
+      data_encrypted: Type.Boolean(),
+      created_at: Type.String({ format: 'date-time' }),
+    }),
+  },
+  { description: 'A registry with a `callback_url` was created (thin: no metadata)' },
+);
+
+const RegistryAnchoredEvent = Type.Object(
+  {
+    type: Type.Literal('registry.anchored'),
+    ...eventHeader,
+    registry: Type.Object({ id: Type.String({ format: 'uuid' }) }),
+    anchor: Type.Object({
+      network: Type.String(),
+      txId: Type.String({ description: 'The anchor transaction' }),
+      blockNumber: Type.Integer(),
+      root: Type.String({ description: 'The Merkle root anchored, hex' }),
+      anchored_at: Type.String({ format: 'date-time' }),
+    }),
+    receipt_url: Type.String({ description: 'Where the registry’s receipt is served (GET, with a token)' }),
+  },
+  { description: 'A transaction carrying the registry’s Merkle root is deep enough on its chain' },
+);
+
+const RegistryRevokedEvent = Type.Object(
+  {
+    type: Type.Literal('registry.revoked'),
+    ...eventHeader,
+    registry: Type.Object({
+      ...registryFields,
+      revoked_at: Type.String({ format: 'date-time' }),
+    }),
+  },
+  { description: 'A PASS was revoked' },
+);
+
+const WebhookEvent = Type.Union(
+  [
+    ref('AddressTransactionEvent'),
+    ref('AddressTransactionReorgEvent'),
+    ref('TestEvent'),
+    ref('RegistryCreatedEvent'),
+    ref('RegistryAnchoredEvent'),
+    ref('RegistryRevokedEvent'),
+  ],
+  {
+    description:
+      'Any webhook body. Registry events have a `type` of `registry.*`; address notifications have `type` `native` or `token`, with `reorg: true` on a withdrawal and `test: true` on a sample',
+  },
+);
+
+/** components.schemas of the OpenAPI document. */
+export const WEBHOOK_SCHEMAS: Record<string, TSchema> = {
+  WebhookEvent,
+  AddressTransactionEvent,
+  AddressTransactionReorgEvent,
+  TestEvent,
+  RegistryCreatedEvent,
+  RegistryAnchoredEvent,
+  RegistryRevokedEvent,
+};
