@@ -71,6 +71,9 @@ describe('the receiver middleware against a Ledgerhook devnet', () => {
   const onErrorFor = (kind: Kind) => (error: unknown, id: string) =>
     reported[kind].push(`${id}: ${(error as Error).message}`);
   const registryEvents: Handled[] = [];
+  /** What the middleware given an ed25519 subscription's whpk_ public key handled. */
+  const ed25519Events: Handled[] = [];
+  let ed25519Subscription: { id: string; publicKey: string; secret?: string };
   let registryUrl: string;
   let registryReceiver: RequestHandler | undefined;
 
@@ -134,6 +137,7 @@ describe('the receiver middleware against a Ledgerhook devnet', () => {
     servers.push(expressServer);
     urls.express = `${await listen(expressServer)}/hooks`;
     registryUrl = urls.express.replace(/hooks$/, 'registry-hooks');
+    const ed25519Url = urls.express.replace(/hooks$/, 'ed25519-hooks');
 
     let fastifyRoute: http.RequestListener = (_req, res) => res.writeHead(503).end();
     const fastifyServer = http.createServer((req, res) => fastifyRoute(req, res));
@@ -146,6 +150,21 @@ describe('the receiver middleware against a Ledgerhook devnet', () => {
         mempool: false,
       });
     }
+    // A subscription signing with ed25519 (v1a): its receiver holds only the public key.
+    ed25519Subscription = (await d.subscribe(d.addresses[1]!, {
+      attr: { address: d.addresses[1], chain: 'DEVNET', url: ed25519Url },
+      mempool: false,
+      signature: 'ed25519',
+    })) as unknown as typeof ed25519Subscription;
+    expressApp.post(
+      '/ed25519-hooks',
+      expressReceiver({
+        secret: ed25519Subscription.publicKey,
+        handler: async (event, context) => {
+          ed25519Events.push({ event, context, threw: false });
+        },
+      }),
+    );
     expressApp.post(
       '/hooks',
       expressReceiver({
@@ -224,6 +243,45 @@ describe('the receiver middleware against a Ledgerhook devnet', () => {
       const entry = await loggedWhen(kind, transfer.hash, (n) => n.state === 'delivered');
       expect(entry.attempts.map((a) => [a.statusCode, a.response])).toEqual([[200, '{"status":"success"}']]);
     }
+  });
+
+  test('an ed25519 subscription is verified by the middleware with its whpk_ public key alone', async () => {
+    expect(ed25519Subscription.publicKey).toMatch(/^whpk_/);
+    expect(ed25519Subscription.secret).toBeUndefined();
+    const [got] = await waitFor(
+      () => {
+        const found = ed25519Events.filter(
+          (h) => !isRegistryEvent(h.event) && h.event.txId === transfer.hash,
+        );
+        return found.length > 0 ? found : undefined;
+      },
+      'the ed25519 receiver to get the transfer',
+      15_000,
+    );
+    expect(got!.event).toMatchObject({ txId: transfer.hash, subscriptionId: ed25519Subscription.id });
+    const res = await d.t.request(
+      'GET',
+      `/api/v1/subscription/${ed25519Subscription.id}/notifications?limit=100`,
+    );
+    const entry = (res.body as { data: Logged[] }).data.find((n) => n.payload.txId === transfer.hash);
+    expect(entry?.attempts.map((a) => [a.statusCode, a.response])).toEqual([[200, '{"status":"success"}']]);
+
+    // The same delivery signed with an HMAC secret instead does not pass an ed25519 verifier.
+    const body = JSON.stringify(got!.event);
+    const at = new Date();
+    const forged = new Webhook(subs.express.secret).sign(got!.context.id, at, body);
+    const refused = await fetch(urls.express.replace(/hooks$/, 'ed25519-hooks'), {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'webhook-id': got!.context.id,
+        'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+        'webhook-signature': forged,
+      },
+      body,
+    });
+    expect(refused.status).toBe(401);
+    expect(ed25519Events).toHaveLength(1);
   });
 
   test('a resend reaches the receiver again and is acknowledged without calling the handler again', async () => {
