@@ -35,8 +35,6 @@ export interface ListenOptions {
   signal: AbortSignal;
 }
 
-/** Events asked for per page while skipping to the end of the feed (the API's largest page). */
-const SKIP_PAGE = 1_000;
 const WAIT_SECONDS = 30;
 /** A local receiver gets this long to answer; longer would hold up every event after it. */
 const FORWARD_TIMEOUT_MS = 10_000;
@@ -131,19 +129,16 @@ export async function runListen(o: ListenOptions): Promise<number> {
 
   /**
    * Where to start: after the cursor given (checked with the service now, not at the first event),
-   * else at the end of the feed, so that listening starts from now.
+   * else at the end of the feed (`after=now`), so that listening starts from now. Events committed
+   * while that first request ran come with it, to be forwarded first.
    */
-  async function start(): Promise<string> {
+  async function start(): Promise<{ cursor: string; events: FeedItem[] }> {
     if (o.after !== undefined) {
       await page(o.after, 1, 0);
-      return o.after;
+      return { cursor: o.after, events: [] };
     }
-    let cursor: string | undefined;
-    for (;;) {
-      const p = await page(cursor, SKIP_PAGE, 0);
-      cursor = p.next_cursor;
-      if (p.data.length < SKIP_PAGE) return cursor;
-    }
+    const p = await page('now', 100, 0);
+    return { cursor: p.next_cursor, events: p.data };
   }
 
   async function forward(event: FeedItem): Promise<void> {
@@ -173,9 +168,10 @@ export async function runListen(o: ListenOptions): Promise<number> {
   }
 
   let cursor: string;
+  let first: FeedItem[];
   try {
     try {
-      cursor = await start();
+      ({ cursor, events: first } = await start());
     } catch (err) {
       if (o.signal.aborted) return 0;
       // At the start a failure is a setup mistake (URL, token, subscription): say it and stop.
@@ -189,6 +185,10 @@ export async function runListen(o: ListenOptions): Promise<number> {
     o.out(`Signing secret: ${secret}${o.secret ? '' : '  (pass it as --secret to keep it next time)'}`);
     o.out(`Starting after cursor ${cursor}. Ctrl-C to stop.`);
 
+    for (const event of first) {
+      if (o.signal.aborted) break;
+      await forward(event);
+    }
     let backoff = 1_000;
     while (!o.signal.aborted) {
       let p: FeedPage;

@@ -169,6 +169,17 @@ export function createEventFeed(options: EventFeedOptions) {
       }
     },
 
+    /**
+     * The end of the feed now: the last sequence number given (of any account's events, as every
+     * cursor holds one), '0' while the feed is empty. Reading after it gives only what comes next.
+     */
+    async head(): Promise<string> {
+      const [row] = rowsOf<{ seq: string }>(
+        await db.execute(sql`SELECT coalesce(max(seq), 0)::text AS seq FROM feed_events`),
+      );
+      return row?.seq ?? '0';
+    },
+
     /** Long-polls waiting now (for /metrics and tests). */
     waiting: () => waitingCount,
 

@@ -59,7 +59,8 @@ export function registerFeedRoutes(app: FastifyInstance, feed: EventFeed): void 
               Type.String({
                 minLength: 1,
                 maxLength: 64,
-                description: 'The `next_cursor` of the previous page; omitted: from the start',
+                description:
+                  'The `next_cursor` of the previous page; `now`: from the end of the feed (only events committed after this request; its `next_cursor` is where to read on); omitted: from the start',
               }),
             ),
             limit: Type.Optional(
@@ -103,7 +104,7 @@ export function registerFeedRoutes(app: FastifyInstance, feed: EventFeed): void 
         const page = await feed.read(
           request.principal.accountId,
           {
-            afterSequence: sequenceOf(after),
+            afterSequence: after === 'now' ? await feed.head() : sequenceOf(after),
             limit: limit ?? DEFAULT_LIMIT,
             subscriptionId: subscription,
             waitSeconds: wait ?? 0,

@@ -265,6 +265,30 @@ describe.each(backends)('the event feed on %s', (backend) => {
     expect(elapsed).toBeLessThan(3_000);
   });
 
+  test('after=now: one request to the end of the feed, then only what comes next', async () => {
+    let end = (await feed(t, '?limit=1000')).next_cursor;
+    for (;;) {
+      const page = await feed(t, `?after=${end}&limit=1000`);
+      if (page.data.length === 0) break;
+      end = page.next_cursor;
+    }
+    expect(await feed(t, '?after=now')).toEqual({ data: [], next_cursor: end });
+
+    // With a wait, it answers with the first event committed after the request, not before.
+    const polling = t.request('GET', '/api/v1/events?after=now&wait=10');
+    await waitFor(
+      async () => ((await waitingLongPolls(t)) === 1 ? true : undefined),
+      'the long-poll to wait',
+      5_000,
+    );
+    const item = notification(accountId, subscriptionId, 'after-now');
+    await writers.db.transaction((tx) => enqueueNotifications(tx, [item]));
+    const page = (await polling).body as FeedPage;
+    expect(page.data.map((e) => e.id)).toEqual([item.id]);
+    expect((await feed(t, `?after=${end}`)).data.map((e) => e.id)).toEqual([item.id]);
+    expect(await feed(t, `?after=${page.next_cursor}`)).toEqual({ data: [], next_cursor: page.next_cursor });
+  });
+
   test('a client that goes away mid-wait leaves no waiter behind', async () => {
     const { next_cursor } = await feed(t, '?limit=1');
     const end = await (async () => {
