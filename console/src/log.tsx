@@ -1,0 +1,392 @@
+/**
+ * The delivery log, of one subscription or of the whole account: each notification with its
+ * state and attempts (status codes, durations, errors, the start of each answer), filtered by
+ * state and time, with resend and recover.
+ */
+import { useState } from 'preact/hooks';
+import { api, must, type LoggedNotification as Notification, type Problem, problemOf } from './client';
+import {
+  Badge,
+  Excerpt,
+  localToIso,
+  ProblemAlert,
+  shortId,
+  shortText,
+  Time,
+  useEvery,
+  useLoaded,
+  zoneLabel,
+} from './ui';
+
+const PAGE_SIZE = 20;
+/** How often the first page is read again while "Live" is on. */
+const LIVE_MS = 2_000;
+
+interface Filters {
+  state: '' | 'pending' | 'delivered' | 'failed';
+  /** datetime-local values, in the browser's time zone. */
+  since: string;
+  until: string;
+  /** Account log only: one subscription's notifications. */
+  subscription: string;
+}
+
+async function loadPage(fixed: string | undefined, filters: Filters, cursor: string | undefined) {
+  const query = {
+    limit: PAGE_SIZE,
+    ...(filters.state ? { state: filters.state } : {}),
+    ...(localToIso(filters.since) ? { since: localToIso(filters.since) } : {}),
+    ...(localToIso(filters.until) ? { until: localToIso(filters.until) } : {}),
+    ...(cursor ? { cursor } : {}),
+  };
+  if (fixed)
+    return must(
+      api.GET('/api/v1/subscription/{id}/notifications', { params: { path: { id: fixed }, query } }),
+    );
+  return must(
+    api.GET('/api/v1/notification', {
+      params: {
+        query: { ...query, ...(filters.subscription ? { subscription: filters.subscription } : {}) },
+      },
+    }),
+  );
+}
+
+/** One line saying what a notification is about, from its body. */
+function summary(n: Notification): string {
+  const body = (n.payload ?? {}) as Record<string, unknown>;
+  const text = (key: string) => (typeof body[key] === 'string' ? (body[key] as string) : undefined);
+  const parts: string[] = [];
+  if (body.reorg === true) parts.push('withdrawn (reorg)');
+  if (body.test === true) parts.push('test');
+  const amount = text('amount');
+  if (amount) parts.push(`${amount} ${text('asset') ?? ''}`.trim());
+  const tx = text('txId');
+  if (tx) parts.push(`tx ${shortText(tx)}`);
+  const type = text('type');
+  if (type?.startsWith('registry.')) parts.push(type);
+  if (body.mempool === true) parts.push('in mempool');
+  else if (typeof body.blockNumber === 'number') parts.push(`block ${body.blockNumber}`);
+  return parts.join(' · ');
+}
+
+function Attempts(props: { n: Notification }) {
+  const { n } = props;
+  return (
+    <div class="details">
+      <table class="attempts">
+        <caption>Attempts of notification {n.id}</caption>
+        <thead>
+          <tr>
+            <th scope="col">#</th>
+            <th scope="col">Trigger</th>
+            <th scope="col">Started</th>
+            <th scope="col">Duration</th>
+            <th scope="col">Status code</th>
+            <th scope="col">Outcome</th>
+            <th scope="col">Error</th>
+            <th scope="col">Response</th>
+          </tr>
+        </thead>
+        <tbody>
+          {n.attempts.length === 0 && (
+            <tr>
+              <td colSpan={8} class="muted">
+                No attempt yet{n.nextAttemptAt ? '; the first is due now' : ''}.
+              </td>
+            </tr>
+          )}
+          {n.attempts.map((a) => (
+            <tr key={a.attempt}>
+              <td>{a.attempt}</td>
+              <td>{a.trigger}</td>
+              <td>
+                <Time at={a.startedAt} />
+              </td>
+              <td>{a.durationMs} ms</td>
+              <td>{a.statusCode ?? '—'}</td>
+              <td>
+                <Badge value={a.outcome} />
+              </td>
+              <td>
+                <Excerpt text={a.error} />
+              </td>
+              <td>
+                <Excerpt text={a.response} />
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {n.nextAttemptAt && (
+        <p>
+          Next attempt: <Time at={n.nextAttemptAt} />
+        </p>
+      )}
+      <h4>Body</h4>
+      <pre class="json">{JSON.stringify(n.payload, null, 2)}</pre>
+    </div>
+  );
+}
+
+function Recover(props: { subscriptionId: string; onDone: () => void }) {
+  const [since, setSince] = useState('');
+  const [problem, setProblem] = useState<Problem | undefined>(undefined);
+  const [done, setDone] = useState<string | undefined>(undefined);
+  return (
+    <form
+      class="inline-form"
+      noValidate
+      onSubmit={async (event) => {
+        event.preventDefault();
+        setDone(undefined);
+        setProblem(undefined);
+        try {
+          // An empty field is sent as is, so the API's own message says what is missing.
+          const result = await must(
+            api.POST('/api/v1/subscription/{id}/recover', {
+              params: { path: { id: props.subscriptionId } },
+              body: { since: localToIso(since) ?? since },
+            }),
+          );
+          setDone(
+            result.resent === 1
+              ? '1 failed notification is queued again.'
+              : `${result.resent} failed notifications are queued again.`,
+          );
+          props.onDone();
+        } catch (err) {
+          setProblem(problemOf(err));
+        }
+      }}
+    >
+      <label>
+        Recover failed notifications created since ({zoneLabel()})
+        <input
+          type="datetime-local"
+          step={1}
+          value={since}
+          onInput={(e) => setSince(e.currentTarget.value)}
+        />
+      </label>
+      <button type="submit">Recover</button>
+      {done && (
+        <p class="notice" role="status">
+          {done}
+        </p>
+      )}
+      <ProblemAlert problem={problem} />
+    </form>
+  );
+}
+
+export function DeliveryLog(props: {
+  /** One subscription's log; the account's otherwise. */
+  subscriptionId?: string;
+  /** Labels of the account's subscriptions, for the account log's filter and its rows. */
+  subscriptions?: { id: string; label: string }[];
+}) {
+  const fixed = props.subscriptionId;
+  const [filters, setFilters] = useState<Filters>({ state: '', since: '', until: '', subscription: '' });
+  /** The cursors of the pages before this one (undefined: the first): empty on the first page. */
+  const [cursors, setCursors] = useState<(string | undefined)[]>([]);
+  const [cursor, setCursor] = useState<string | undefined>(undefined);
+  const [open, setOpen] = useState<Set<string>>(new Set());
+  const [live, setLive] = useState(true);
+  const [message, setMessage] = useState<string | undefined>(undefined);
+  const [actionProblem, setActionProblem] = useState<Problem | undefined>(undefined);
+  const log = useLoaded(() => loadPage(fixed, filters, cursor), JSON.stringify([fixed, filters, cursor]));
+  useEvery(LIVE_MS, () => void log.reload(), live && cursor === undefined);
+
+  const update = (change: Partial<Filters>) => {
+    setFilters({ ...filters, ...change });
+    setCursors([]);
+    setCursor(undefined);
+  };
+  const labelOf = (id: string) => props.subscriptions?.find((s) => s.id === id)?.label ?? shortId(id);
+  const recoverFor = fixed ?? (filters.subscription || undefined);
+
+  const resend = async (id: string) => {
+    setMessage(undefined);
+    setActionProblem(undefined);
+    try {
+      await must(api.POST('/api/v1/notification/{id}/resend', { params: { path: { id } } }));
+      setMessage(`Notification ${id} is queued for another attempt.`);
+      await log.reload();
+    } catch (err) {
+      setActionProblem(problemOf(err));
+    }
+  };
+
+  return (
+    <section class="log" aria-label={fixed ? 'Delivery log of this subscription' : 'Delivery log'}>
+      <form class="filters" noValidate onSubmit={(e) => e.preventDefault()}>
+        <label>
+          State
+          <select
+            value={filters.state}
+            onChange={(e) => update({ state: e.currentTarget.value as Filters['state'] })}
+          >
+            <option value="">Any</option>
+            <option value="pending">Pending</option>
+            <option value="delivered">Delivered</option>
+            <option value="failed">Failed</option>
+          </select>
+        </label>
+        {!fixed && (
+          <label>
+            Subscription
+            <select
+              value={filters.subscription}
+              onChange={(e) => update({ subscription: e.currentTarget.value })}
+            >
+              <option value="">All</option>
+              {(props.subscriptions ?? []).map((s) => (
+                <option key={s.id} value={s.id}>
+                  {s.label}
+                </option>
+              ))}
+            </select>
+          </label>
+        )}
+        <label>
+          Created since ({zoneLabel()})
+          <input
+            type="datetime-local"
+            step={1}
+            value={filters.since}
+            onChange={(e) => update({ since: e.currentTarget.value })}
+          />
+        </label>
+        <label>
+          Created before
+          <input
+            type="datetime-local"
+            step={1}
+            value={filters.until}
+            onChange={(e) => update({ until: e.currentTarget.value })}
+          />
+        </label>
+        <label class="check">
+          <input type="checkbox" checked={live} onChange={(e) => setLive(e.currentTarget.checked)} />
+          Live
+        </label>
+        <button type="button" onClick={() => void log.reload()}>
+          Refresh
+        </button>
+      </form>
+      {recoverFor && <Recover subscriptionId={recoverFor} onDone={() => void log.reload()} />}
+      {message && (
+        <p class="notice" role="status">
+          {message}
+        </p>
+      )}
+      <ProblemAlert problem={actionProblem ?? log.problem} />
+      <table class="notifications">
+        <caption>
+          {fixed ? 'Notifications of this subscription, newest first' : 'Notifications, newest first'}
+        </caption>
+        <thead>
+          <tr>
+            <th scope="col">Created</th>
+            {!fixed && <th scope="col">Subscription</th>}
+            <th scope="col">Event</th>
+            <th scope="col">Summary</th>
+            <th scope="col">State</th>
+            <th scope="col">Attempts</th>
+            <th scope="col">Last status</th>
+            <th scope="col">Actions</th>
+          </tr>
+        </thead>
+        <tbody>
+          {log.data?.data.length === 0 && (
+            <tr>
+              <td colSpan={fixed ? 7 : 8} class="muted">
+                No notifications
+                {filters.state || filters.since || filters.until ? ' match these filters' : ' yet'}.
+              </td>
+            </tr>
+          )}
+          {log.data?.data.flatMap((n) => {
+            const expanded = open.has(n.id);
+            const rows = [
+              <tr key={n.id} data-notification={n.id}>
+                <td>
+                  <Time at={n.createdAt} />
+                </td>
+                {!fixed && (
+                  <td>
+                    <a class="nowrap" href={`#/subscriptions/${n.subscriptionId}`}>
+                      {labelOf(n.subscriptionId)}
+                    </a>
+                  </td>
+                )}
+                <td>{n.eventType}</td>
+                <td>{summary(n)}</td>
+                <td>
+                  <Badge value={n.state} />
+                </td>
+                <td>{n.attemptCount}</td>
+                <td>
+                  {n.lastStatusCode ?? '—'}
+                  {n.attempts.length > 0 && <span class="muted"> · {n.attempts.at(-1)?.durationMs} ms</span>}
+                </td>
+                <td class="actions">
+                  <button
+                    type="button"
+                    class="small"
+                    aria-expanded={expanded}
+                    onClick={() => {
+                      const next = new Set(open);
+                      if (expanded) next.delete(n.id);
+                      else next.add(n.id);
+                      setOpen(next);
+                    }}
+                  >
+                    {expanded ? 'Hide' : 'Details'}
+                  </button>
+                  <button type="button" class="small" onClick={() => void resend(n.id)}>
+                    Resend
+                  </button>
+                </td>
+              </tr>,
+            ];
+            if (expanded)
+              rows.push(
+                <tr key={`${n.id}-details`} class="expanded">
+                  <td colSpan={fixed ? 7 : 8}>
+                    <Attempts n={n} />
+                  </td>
+                </tr>,
+              );
+            return rows;
+          })}
+        </tbody>
+      </table>
+      <nav class="pager" aria-label="Pages of the log">
+        <button
+          type="button"
+          disabled={cursors.length === 0}
+          onClick={() => {
+            const previous = [...cursors];
+            setCursor(previous.pop());
+            setCursors(previous);
+          }}
+        >
+          Newer
+        </button>
+        <button
+          type="button"
+          disabled={!log.data?.next_cursor}
+          onClick={() => {
+            if (!log.data?.next_cursor) return;
+            setCursors([...cursors, cursor]);
+            setCursor(log.data.next_cursor);
+          }}
+        >
+          Older
+        </button>
+      </nav>
+    </section>
+  );
+}
