@@ -316,18 +316,16 @@ export function DeliveryLog(props: {
                 </td>
                 {!fixed && (
                   <td>
-                    <a class="nowrap" href={`#/subscriptions/${n.subscriptionId}`}>
-                      {labelOf(n.subscriptionId)}
-                    </a>
+                    <a href={`#/subscriptions/${n.subscriptionId}`}>{labelOf(n.subscriptionId)}</a>
                   </td>
                 )}
                 <td>{n.eventType}</td>
-                <td>{summary(n)}</td>
+                <td class="summary">{summary(n)}</td>
                 <td>
                   <Badge value={n.state} />
                 </td>
                 <td>{n.attemptCount}</td>
-                <td>
+                <td class="nowrap">
                   {n.lastStatusCode ?? '—'}
                   {n.attempts.length > 0 && <span class="muted"> · {n.attempts.at(-1)?.durationMs} ms</span>}
                 </td>

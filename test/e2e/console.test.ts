@@ -18,6 +18,7 @@ import { type Browser, type BrowserContext, chromium, type Page } from 'playwrig
 import { Webhook } from 'standardwebhooks';
 import { parseEther } from 'viem';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createAccounts } from '../../src/accounts/service.js';
 import { devAccounts } from '../../src/chains/evm/anvil.js';
 import { type Devnet, startDevnet } from '../helpers/devnet.js';
 import { backends } from '../helpers/env.js';
@@ -55,8 +56,9 @@ describe(`the console in Chromium on ${backend}`, () => {
   const pageErrors: string[] = [];
   /** Every URL the pages asked for. */
   const requested: string[] = [];
-  /** The subscription the first account creates through the form. */
+  /** The subscription and the registry the first account creates through the forms. */
   let subscriptionId = '';
+  let registryId = '';
 
   beforeAll(async () => {
     fs.mkdirSync(SCREENSHOTS, { recursive: true });
@@ -92,7 +94,7 @@ describe(`the console in Chromium on ${backend}`, () => {
 
   /** A fresh browser profile (its own session storage), as another person's browser would be. */
   async function openConsole(): Promise<Page> {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    const context = await browser.newContext({ viewport: { width: 1280, height: 640 } });
     contexts.push(context);
     const page = await context.newPage();
     page.setDefaultTimeout(WAIT_MS);
@@ -344,6 +346,7 @@ describe(`the console in Chromium on ${backend}`, () => {
     await registryForm.getByRole('button', { name: 'Create registry' }).click();
     const created = page.getByRole('status').filter({ hasText: 'Registry' });
     await created.waitFor();
+    registryId = (await created.getByRole('link').innerText()).trim();
     await created.getByRole('link').click();
     await page.getByRole('heading', { name: 'Warehouse 7 audit' }).waitFor();
     const anchoring = page.getByRole('region', { name: 'Anchoring' });
@@ -390,8 +393,9 @@ describe(`the console in Chromium on ${backend}`, () => {
     }
   });
 
-  test("another account's token sees none of the first account's world", async () => {
-    const otherToken = await d.t.tokenFor('someone-else');
+  test("another account's token sees none of the first account's world; a revoked one is signed out", async () => {
+    const other = await createAccounts({ db: d.t.app.store.db }).issueToken('someone-else');
+    const otherToken = other.token;
     const page = await openConsole();
     await signIn(page, otherToken);
     await page.getByText('No subscriptions yet').waitFor();
@@ -410,6 +414,17 @@ describe(`the console in Chromium on ${backend}`, () => {
     await page.getByRole('alert').filter({ hasText: 'No subscription with id' }).waitFor();
     expect(await text(page)).not.toContain(watched);
     expect(await text(page)).not.toContain(d.receiver.url);
+    expect(registryId).not.toBe('');
+    await page.goto(`${d.t.app.url}/console#/registries/${registryId}`);
+    await page.getByRole('alert').filter({ hasText: 'No registry' }).waitFor();
+    expect(await text(page)).not.toContain('Warehouse 7');
+
+    // Revoked while signed in: the next call is refused, and the console forgets the token.
+    await createAccounts({ db: d.t.app.store.db }).revokeToken(other.info.id);
+    await page.getByRole('link', { name: 'Subscriptions' }).click();
+    await page.getByRole('status').filter({ hasText: 'no longer accepts that token' }).waitFor();
+    await page.getByLabel('API token').waitFor();
+    expect(await page.evaluate('sessionStorage.length')).toBe(0);
     expect(pageErrors).toEqual([]);
   });
 });
