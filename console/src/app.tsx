@@ -8,7 +8,7 @@ import { FollowersView, loadFollowedNetworks } from './followers';
 import { DeliveryLog } from './log';
 import { RegistriesView, RegistryView } from './registries';
 import { loadSubscriptionLabels, SubscriptionsView, SubscriptionView } from './subscriptions';
-import { Field, ProblemAlert, useLoaded } from './ui';
+import { ProblemAlert, TextField, useLoaded } from './ui';
 
 type Route =
   | { view: 'subscriptions' }
@@ -79,26 +79,19 @@ function SignIn(props: { onSignedIn: () => void; notice: string | undefined }) {
           </p>
         )}
         <ProblemAlert problem={problem} />
-        <Field
+        <TextField
           label="API token"
+          type="password"
+          verbatim
+          value={token}
+          onValue={setToken}
           hint={
             <>
               The token printed at the service's first start, or one from <code>ledgerhook token create</code>
               . It stays in this tab's session storage and is sent only to this service.
             </>
           }
-        >
-          {(attrs) => (
-            <input
-              {...attrs}
-              type="password"
-              autoComplete="off"
-              spellcheck={false}
-              value={token}
-              onInput={(e) => setToken(e.currentTarget.value)}
-            />
-          )}
-        </Field>
+        />
         <button type="submit" class="primary" disabled={busy || token.trim() === ''}>
           Sign in
         </button>

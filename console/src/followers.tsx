@@ -5,7 +5,7 @@
  */
 import { useState } from 'preact/hooks';
 import { api, type Follower, must } from './client';
-import { Badge, ProblemAlert, useEvery, useLoaded } from './ui';
+import { Badge, ProblemAlert, Table, useEvery, useLoaded } from './ui';
 
 const REFRESH_MS = 2_000;
 
@@ -43,40 +43,29 @@ export function FollowersView() {
         network is followed once it has a subscription; these are the service's, the same for every account.
       </p>
       <ProblemAlert problem={ready.problem} />
-      <table>
-        <caption>Chain followers of this service</caption>
-        <thead>
-          <tr>
-            <th scope="col">Network</th>
-            <th scope="col">Height</th>
-            <th scope="col">Head</th>
-            <th scope="col">Lag</th>
-            <th scope="col">Health</th>
-            <th scope="col">Last error</th>
+      <Table
+        caption="Chain followers of this service"
+        columns={['Network', 'Height', 'Head', 'Lag', 'Health', 'Last error']}
+        empty={
+          ready.data &&
+          networks.length === 0 && (
+            <>No network is followed by this process yet: a network is followed once it has a subscription.</>
+          )
+        }
+      >
+        {networks.map((f) => (
+          <tr key={f.network} data-network={f.network}>
+            <th scope="row">{f.network}</th>
+            <td>{f.height ?? '—'}</td>
+            <td>{f.head ?? '—'}</td>
+            <td>{f.height !== null && f.head !== null ? Math.max(0, f.head - f.height) : '—'}</td>
+            <td>
+              <Badge value={health(f)} />
+            </td>
+            <td>{f.lastError ?? <span class="muted">—</span>}</td>
           </tr>
-        </thead>
-        <tbody>
-          {ready.data && networks.length === 0 && (
-            <tr>
-              <td colSpan={6} class="muted">
-                No network is followed by this process yet: a network is followed once it has a subscription.
-              </td>
-            </tr>
-          )}
-          {networks.map((f) => (
-            <tr key={f.network} data-network={f.network}>
-              <th scope="row">{f.network}</th>
-              <td>{f.height ?? '—'}</td>
-              <td>{f.head ?? '—'}</td>
-              <td>{f.height !== null && f.head !== null ? Math.max(0, f.head - f.height) : '—'}</td>
-              <td>
-                <Badge value={health(f)} />
-              </td>
-              <td>{f.lastError ?? <span class="muted">—</span>}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+        ))}
+      </Table>
     </section>
   );
 }

@@ -9,12 +9,15 @@ import {
   Badge,
   Excerpt,
   localToIso,
+  Pager,
   ProblemAlert,
   shortId,
   shortText,
+  Table,
   Time,
   useEvery,
   useLoaded,
+  usePages,
   zoneLabel,
 } from './ui';
 
@@ -74,50 +77,35 @@ function Attempts(props: { n: Notification }) {
   const { n } = props;
   return (
     <div class="details">
-      <table class="attempts">
-        <caption>Attempts of notification {n.id}</caption>
-        <thead>
-          <tr>
-            <th scope="col">#</th>
-            <th scope="col">Trigger</th>
-            <th scope="col">Started</th>
-            <th scope="col">Duration</th>
-            <th scope="col">Status code</th>
-            <th scope="col">Outcome</th>
-            <th scope="col">Error</th>
-            <th scope="col">Response</th>
+      <Table
+        class="attempts"
+        caption={`Attempts of notification ${n.id}`}
+        columns={['#', 'Trigger', 'Started', 'Duration', 'Status code', 'Outcome', 'Error', 'Response']}
+        empty={
+          n.attempts.length === 0 && <>No attempt yet{n.nextAttemptAt ? '; the first is due now' : ''}.</>
+        }
+      >
+        {n.attempts.map((a) => (
+          <tr key={a.attempt}>
+            <td>{a.attempt}</td>
+            <td>{a.trigger}</td>
+            <td>
+              <Time at={a.startedAt} />
+            </td>
+            <td>{a.durationMs} ms</td>
+            <td>{a.statusCode ?? '—'}</td>
+            <td>
+              <Badge value={a.outcome} />
+            </td>
+            <td>
+              <Excerpt text={a.error} />
+            </td>
+            <td>
+              <Excerpt text={a.response} />
+            </td>
           </tr>
-        </thead>
-        <tbody>
-          {n.attempts.length === 0 && (
-            <tr>
-              <td colSpan={8} class="muted">
-                No attempt yet{n.nextAttemptAt ? '; the first is due now' : ''}.
-              </td>
-            </tr>
-          )}
-          {n.attempts.map((a) => (
-            <tr key={a.attempt}>
-              <td>{a.attempt}</td>
-              <td>{a.trigger}</td>
-              <td>
-                <Time at={a.startedAt} />
-              </td>
-              <td>{a.durationMs} ms</td>
-              <td>{a.statusCode ?? '—'}</td>
-              <td>
-                <Badge value={a.outcome} />
-              </td>
-              <td>
-                <Excerpt text={a.error} />
-              </td>
-              <td>
-                <Excerpt text={a.response} />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+        ))}
+      </Table>
       {n.nextAttemptAt && (
         <p>
           Next attempt: <Time at={n.nextAttemptAt} />
@@ -188,23 +176,33 @@ export function DeliveryLog(props: {
 }) {
   const fixed = props.subscriptionId;
   const [filters, setFilters] = useState<Filters>({ state: '', since: '', until: '', subscription: '' });
-  /** The cursors of the pages before this one (undefined: the first): empty on the first page. */
-  const [cursors, setCursors] = useState<(string | undefined)[]>([]);
-  const [cursor, setCursor] = useState<string | undefined>(undefined);
+  const pages = usePages();
   const [open, setOpen] = useState<Set<string>>(new Set());
   const [live, setLive] = useState(true);
   const [message, setMessage] = useState<string | undefined>(undefined);
   const [actionProblem, setActionProblem] = useState<Problem | undefined>(undefined);
-  const log = useLoaded(() => loadPage(fixed, filters, cursor), JSON.stringify([fixed, filters, cursor]));
-  useEvery(LIVE_MS, () => void log.reload(), live && cursor === undefined);
+  const log = useLoaded(
+    () => loadPage(fixed, filters, pages.cursor),
+    JSON.stringify([fixed, filters, pages.cursor]),
+  );
+  useEvery(LIVE_MS, () => void log.reload(), live && pages.first);
 
   const update = (change: Partial<Filters>) => {
     setFilters({ ...filters, ...change });
-    setCursors([]);
-    setCursor(undefined);
+    pages.reset();
   };
   const labelOf = (id: string) => props.subscriptions?.find((s) => s.id === id)?.label ?? shortId(id);
   const recoverFor = fixed ?? (filters.subscription || undefined);
+  const columns = [
+    'Created',
+    ...(fixed ? [] : ['Subscription']),
+    'Event',
+    'Summary',
+    'State',
+    'Attempts',
+    'Last status',
+    'Actions',
+  ];
 
   const resend = async (id: string) => {
     setMessage(undefined);
@@ -282,109 +280,73 @@ export function DeliveryLog(props: {
         </p>
       )}
       <ProblemAlert problem={actionProblem ?? log.problem} />
-      <table class="notifications">
-        <caption>
-          {fixed ? 'Notifications of this subscription, newest first' : 'Notifications, newest first'}
-        </caption>
-        <thead>
-          <tr>
-            <th scope="col">Created</th>
-            {!fixed && <th scope="col">Subscription</th>}
-            <th scope="col">Event</th>
-            <th scope="col">Summary</th>
-            <th scope="col">State</th>
-            <th scope="col">Attempts</th>
-            <th scope="col">Last status</th>
-            <th scope="col">Actions</th>
-          </tr>
-        </thead>
-        <tbody>
-          {log.data?.data.length === 0 && (
-            <tr>
-              <td colSpan={fixed ? 7 : 8} class="muted">
-                No notifications
-                {filters.state || filters.since || filters.until ? ' match these filters' : ' yet'}.
+      <Table
+        class="notifications"
+        caption={fixed ? 'Notifications of this subscription, newest first' : 'Notifications, newest first'}
+        columns={columns}
+        empty={
+          log.data?.data.length === 0 && (
+            <>
+              No notifications
+              {filters.state || filters.since || filters.until ? ' match these filters' : ' yet'}.
+            </>
+          )
+        }
+      >
+        {log.data?.data.flatMap((n) => {
+          const expanded = open.has(n.id);
+          const rows = [
+            <tr key={n.id} data-notification={n.id}>
+              <td>
+                <Time at={n.createdAt} />
               </td>
-            </tr>
-          )}
-          {log.data?.data.flatMap((n) => {
-            const expanded = open.has(n.id);
-            const rows = [
-              <tr key={n.id} data-notification={n.id}>
+              {!fixed && (
                 <td>
-                  <Time at={n.createdAt} />
+                  <a href={`#/subscriptions/${n.subscriptionId}`}>{labelOf(n.subscriptionId)}</a>
                 </td>
-                {!fixed && (
-                  <td>
-                    <a href={`#/subscriptions/${n.subscriptionId}`}>{labelOf(n.subscriptionId)}</a>
-                  </td>
-                )}
-                <td>{n.eventType}</td>
-                <td class="summary">{summary(n)}</td>
-                <td>
-                  <Badge value={n.state} />
-                </td>
-                <td>{n.attemptCount}</td>
-                <td class="nowrap">
-                  {n.lastStatusCode ?? '—'}
-                  {n.attempts.length > 0 && <span class="muted"> · {n.attempts.at(-1)?.durationMs} ms</span>}
-                </td>
-                <td class="actions">
-                  <button
-                    type="button"
-                    class="small"
-                    aria-expanded={expanded}
-                    onClick={() => {
-                      const next = new Set(open);
-                      if (expanded) next.delete(n.id);
-                      else next.add(n.id);
-                      setOpen(next);
-                    }}
-                  >
-                    {expanded ? 'Hide' : 'Details'}
-                  </button>
-                  <button type="button" class="small" onClick={() => void resend(n.id)}>
-                    Resend
-                  </button>
+              )}
+              <td>{n.eventType}</td>
+              <td class="summary">{summary(n)}</td>
+              <td>
+                <Badge value={n.state} />
+              </td>
+              <td>{n.attemptCount}</td>
+              <td class="nowrap">
+                {n.lastStatusCode ?? '—'}
+                {n.attempts.length > 0 && <span class="muted"> · {n.attempts.at(-1)?.durationMs} ms</span>}
+              </td>
+              <td class="actions">
+                <button
+                  type="button"
+                  class="small"
+                  aria-expanded={expanded}
+                  onClick={() => {
+                    const next = new Set(open);
+                    if (expanded) next.delete(n.id);
+                    else next.add(n.id);
+                    setOpen(next);
+                  }}
+                >
+                  {expanded ? 'Hide' : 'Details'}
+                </button>
+                <button type="button" class="small" onClick={() => void resend(n.id)}>
+                  Resend
+                </button>
+              </td>
+            </tr>,
+          ];
+          if (expanded)
+            rows.push(
+              <tr key={`${n.id}-details`} class="expanded">
+                <td colSpan={columns.length}>
+                  <Attempts n={n} />
                 </td>
               </tr>,
-            ];
-            if (expanded)
-              rows.push(
-                <tr key={`${n.id}-details`} class="expanded">
-                  <td colSpan={fixed ? 7 : 8}>
-                    <Attempts n={n} />
-                  </td>
-                </tr>,
-              );
-            return rows;
-          })}
-        </tbody>
-      </table>
-      <nav class="pager" aria-label="Pages of the log">
-        <button
-          type="button"
-          disabled={cursors.length === 0}
-          onClick={() => {
-            const previous = [...cursors];
-            setCursor(previous.pop());
-            setCursors(previous);
-          }}
-        >
-          Newer
-        </button>
-        <button
-          type="button"
-          disabled={!log.data?.next_cursor}
-          onClick={() => {
-            if (!log.data?.next_cursor) return;
-            setCursors([...cursors, cursor]);
-            setCursor(log.data.next_cursor);
-          }}
-        >
-          Older
-        </button>
-      </nav>
+            );
+          return rows;
+        })}
+      </Table>
+      <Pager label="Pages of the log" pages={pages} next={log.data?.next_cursor} />
     </section>
   );
 }

@@ -5,7 +5,20 @@
  */
 import { useState } from 'preact/hooks';
 import { api, must, type Problem, problemOf, type Registry } from './client';
-import { Badge, Excerpt, errorsAt, Field, ProblemAlert, ShownOnce, Time, useLoaded } from './ui';
+import {
+  Badge,
+  Excerpt,
+  errorsAt,
+  Pager,
+  ProblemAlert,
+  SelectField,
+  ShownOnce,
+  Table,
+  TextField,
+  Time,
+  useLoaded,
+  usePages,
+} from './ui';
 
 const METADATA_TYPES = ['TEXT', 'NUMBER', 'DATE', 'BOOLEAN', 'URL', 'EMAIL', 'FILE'] as const;
 type MetadataType = (typeof METADATA_TYPES)[number];
@@ -90,48 +103,39 @@ function CreateRegistry(props: { folder: string; onCreated: () => void }) {
       <h3>New registry</h3>
       <ProblemAlert problem={problem} shown={shown} />
       <div class="grid">
-        <Field label="Title" errors={errorsAt(problem, '#/title')}>
-          {(attrs) => <input {...attrs} value={title} onInput={(e) => setTitle(e.currentTarget.value)} />}
-        </Field>
-        <Field label="Folder" errors={errorsAt(problem, '#/folder_id')} hint="A new name creates the folder">
-          {(attrs) => <input {...attrs} value={folder} onInput={(e) => setFolder(e.currentTarget.value)} />}
-        </Field>
-        <Field label="Template" errors={errorsAt(problem, '#/template')}>
-          {(attrs) => (
-            <select
-              {...attrs}
-              value={template}
-              onChange={(e) => setTemplate(e.currentTarget.value as 'STORAGE' | 'PASS')}
-            >
-              <option value="STORAGE">STORAGE: a kept record</option>
-              <option value="PASS">PASS: with a public verification page</option>
-            </select>
-          )}
-        </Field>
-        <Field
+        <TextField label="Title" value={title} onValue={setTitle} errors={errorsAt(problem, '#/title')} />
+        <TextField
+          label="Folder"
+          value={folder}
+          onValue={setFolder}
+          errors={errorsAt(problem, '#/folder_id')}
+          hint="A new name creates the folder"
+        />
+        <SelectField
+          label="Template"
+          value={template}
+          onValue={setTemplate}
+          options={[
+            ['STORAGE', 'STORAGE: a kept record'],
+            ['PASS', 'PASS: with a public verification page'],
+          ]}
+          errors={errorsAt(problem, '#/template')}
+        />
+        <TextField
           label="Callback URL"
+          type="url"
+          value={callbackUrl}
+          onValue={setCallbackUrl}
           errors={errorsAt(problem, '#/callback_url')}
           hint="Optional: receives registry events"
-        >
-          {(attrs) => (
-            <input
-              {...attrs}
-              type="url"
-              value={callbackUrl}
-              onInput={(e) => setCallbackUrl(e.currentTarget.value)}
-            />
-          )}
-        </Field>
-        <Field label="Description" errors={errorsAt(problem, '#/description')}>
-          {(attrs) => (
-            <textarea
-              {...attrs}
-              rows={2}
-              value={description}
-              onInput={(e) => setDescription(e.currentTarget.value)}
-            />
-          )}
-        </Field>
+        />
+        <TextField
+          label="Description"
+          rows={2}
+          value={description}
+          onValue={setDescription}
+          errors={errorsAt(problem, '#/description')}
+        />
         <label class="check">
           <input
             type="checkbox"
@@ -146,32 +150,23 @@ function CreateRegistry(props: { folder: string; onCreated: () => void }) {
         {entries.map((entry, i) => (
           // A row is its position in the list, as the API's pointers name it (#/metadata/1/value).
           <div class="entry" key={i}>
-            <Field label={`Entry ${i + 1} type`} errors={errorsAt(problem, `#/metadata/${i}/type`)}>
-              {(attrs) => (
-                <select
-                  {...attrs}
-                  value={entry.type}
-                  onChange={(e) => setEntry(i, { type: e.currentTarget.value as MetadataType })}
-                >
-                  {METADATA_TYPES.map((t) => (
-                    <option key={t} value={t}>
-                      {t}
-                    </option>
-                  ))}
-                </select>
-              )}
-            </Field>
-            <Field label={`Entry ${i + 1} key`} errors={errorsAt(problem, `#/metadata/${i}/key`)}>
-              {(attrs) => (
-                <input
-                  {...attrs}
-                  value={entry.key}
-                  onInput={(e) => setEntry(i, { key: e.currentTarget.value })}
-                />
-              )}
-            </Field>
-            <Field
+            <SelectField
+              label={`Entry ${i + 1} type`}
+              value={entry.type}
+              onValue={(type) => setEntry(i, { type })}
+              options={METADATA_TYPES.map((t) => [t, t])}
+              errors={errorsAt(problem, `#/metadata/${i}/type`)}
+            />
+            <TextField
+              label={`Entry ${i + 1} key`}
+              value={entry.key}
+              onValue={(key) => setEntry(i, { key })}
+              errors={errorsAt(problem, `#/metadata/${i}/key`)}
+            />
+            <TextField
               label={`Entry ${i + 1} ${entry.type === 'FILE' ? 'file URL' : 'value'}`}
+              value={entry.value}
+              onValue={(value) => setEntry(i, { value })}
               errors={[
                 ...errorsAt(problem, `#/metadata/${i}/value`),
                 ...errorsAt(problem, `#/metadata/${i}/file`),
@@ -179,15 +174,7 @@ function CreateRegistry(props: { folder: string; onCreated: () => void }) {
                   .filter((e) => e.pointer === `#/metadata/${i}`)
                   .map((e) => e.detail),
               ]}
-            >
-              {(attrs) => (
-                <input
-                  {...attrs}
-                  value={entry.value}
-                  onInput={(e) => setEntry(i, { value: e.currentTarget.value })}
-                />
-              )}
-            </Field>
+            />
             <button
               type="button"
               class="small"
@@ -215,7 +202,7 @@ function CreateRegistry(props: { folder: string; onCreated: () => void }) {
 
 export function RegistriesView() {
   const [folder, setFolder] = useState('');
-  const [cursor, setCursor] = useState<string | undefined>(undefined);
+  const pages = usePages();
   const [creating, setCreating] = useState(false);
   const folders = useLoaded(
     () => must(api.GET('/api/v1/folder', { params: { query: { limit: 100 } } })),
@@ -226,15 +213,19 @@ export function RegistriesView() {
       must(
         api.GET('/api/v1/registry', {
           params: {
-            query: { limit: 50, ...(folder ? { folder_id: folder } : {}), ...(cursor ? { cursor } : {}) },
+            query: {
+              limit: 50,
+              ...(folder ? { folder_id: folder } : {}),
+              ...(pages.cursor ? { cursor: pages.cursor } : {}),
+            },
           },
         }),
       ),
-    JSON.stringify([folder, cursor]),
+    JSON.stringify([folder, pages.cursor]),
   );
   const choose = (name: string) => {
     setFolder(name);
-    setCursor(undefined);
+    pages.reset();
   };
 
   return (
@@ -280,55 +271,29 @@ export function RegistriesView() {
         </nav>
         <div>
           <ProblemAlert problem={list.problem} />
-          <table>
-            <caption>{folder ? `Registries in ${folder}, newest first` : 'Registries, newest first'}</caption>
-            <thead>
-              <tr>
-                <th scope="col">Title</th>
-                <th scope="col">Folder</th>
-                <th scope="col">Template</th>
-                <th scope="col">Created</th>
-                <th scope="col">Anchoring</th>
+          <Table
+            caption={folder ? `Registries in ${folder}, newest first` : 'Registries, newest first'}
+            columns={['Title', 'Folder', 'Template', 'Created', 'Anchoring']}
+            empty={list.data?.data.length === 0 && <>No registries{folder ? ' in this folder' : ' yet'}.</>}
+          >
+            {list.data?.data.map((r) => (
+              <tr key={r.id}>
+                <td>
+                  <a href={`#/registries/${r.id}`}>{r.title}</a>
+                  {r.data_encrypted && <span class="muted"> · encrypted</span>}
+                </td>
+                <td>{r.folder_id}</td>
+                <td>{r.template}</td>
+                <td>
+                  <Time at={r.created_at} />
+                </td>
+                <td>
+                  <Badge value={anchorState(r)} />
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {list.data?.data.length === 0 && (
-                <tr>
-                  <td colSpan={5} class="muted">
-                    No registries{folder ? ' in this folder' : ' yet'}.
-                  </td>
-                </tr>
-              )}
-              {list.data?.data.map((r) => (
-                <tr key={r.id}>
-                  <td>
-                    <a href={`#/registries/${r.id}`}>{r.title}</a>
-                    {r.data_encrypted && <span class="muted"> · encrypted</span>}
-                  </td>
-                  <td>{r.folder_id}</td>
-                  <td>{r.template}</td>
-                  <td>
-                    <Time at={r.created_at} />
-                  </td>
-                  <td>
-                    <Badge value={anchorState(r)} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          <nav class="pager" aria-label="Pages of registries">
-            <button type="button" disabled={cursor === undefined} onClick={() => setCursor(undefined)}>
-              Newest
-            </button>
-            <button
-              type="button"
-              disabled={!list.data?.next_cursor}
-              onClick={() => setCursor(list.data?.next_cursor ?? undefined)}
-            >
-              Older
-            </button>
-          </nav>
+            ))}
+          </Table>
+          <Pager label="Pages of registries" pages={pages} next={list.data?.next_cursor} />
         </div>
       </div>
     </section>
@@ -428,36 +393,22 @@ export function RegistryView(props: { id: string }) {
             )}
           </dl>
           {r.description && <p class="description">{r.description}</p>}
-          <table>
-            <caption>Metadata</caption>
-            <thead>
-              <tr>
-                <th scope="col">Key</th>
-                <th scope="col">Type</th>
-                <th scope="col">Title</th>
-                <th scope="col">Value</th>
+          <Table
+            caption="Metadata"
+            columns={['Key', 'Type', 'Title', 'Value']}
+            empty={r.metadata.length === 0 && <>No entries.</>}
+          >
+            {r.metadata.map((m) => (
+              <tr key={m.key}>
+                <td class="mono">{m.key}</td>
+                <td>{m.type}</td>
+                <td>{m.title ?? ''}</td>
+                <td>
+                  <Excerpt text={m.value ?? m.file} max={200} />
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {r.metadata.length === 0 && (
-                <tr>
-                  <td colSpan={4} class="muted">
-                    No entries.
-                  </td>
-                </tr>
-              )}
-              {r.metadata.map((m) => (
-                <tr key={m.key}>
-                  <td class="mono">{m.key}</td>
-                  <td>{m.type}</td>
-                  <td>{m.title ?? ''}</td>
-                  <td>
-                    <Excerpt text={m.value ?? m.file} max={200} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+            ))}
+          </Table>
           <section aria-labelledby="anchoring-heading">
             <h3 id="anchoring-heading">Anchoring</h3>
             {r.anchor === null ? (

@@ -11,12 +11,17 @@ import {
   ConfirmButton,
   errorsAt,
   Field,
+  Pager,
   ProblemAlert,
+  SelectField,
   ShownOnce,
   shortId,
   shortText,
+  Table,
+  TextField,
   Time,
   useLoaded,
+  usePages,
 } from './ui';
 
 /** A subscription in a few words, for a table cell or a choice: its network and what it watches. */
@@ -126,80 +131,59 @@ function CreateSubscription(props: { networks: string[]; onCreated: () => void }
             </>
           )}
         </Field>
-        <Field
+        <TextField
           label="Addresses"
+          rows={2}
+          verbatim
+          value={addresses}
+          onValue={setAddresses}
           errors={[...errorsAt(problem, '#/attr/address'), ...errorsAt(problem, '#/attr/addresses')]}
           hint="One address, or several separated by spaces or new lines"
-        >
-          {(attrs) => (
-            <textarea
-              {...attrs}
-              rows={2}
-              value={addresses}
-              onInput={(e) => setAddresses(e.currentTarget.value)}
-              spellcheck={false}
-            />
-          )}
-        </Field>
-        <Field label="Callback URL" errors={errorsAt(problem, '#/attr/url')}>
-          {(attrs) => (
-            <input {...attrs} type="url" value={url} onInput={(e) => setUrl(e.currentTarget.value)} />
-          )}
-        </Field>
-        <Field
+        />
+        <TextField
+          label="Callback URL"
+          type="url"
+          value={url}
+          onValue={setUrl}
+          errors={errorsAt(problem, '#/attr/url')}
+        />
+        <TextField
           label="Confirmations"
+          type="number"
+          value={confirmations}
+          onValue={setConfirmations}
           errors={errorsAt(problem, '#/confirmations')}
           hint="Empty: the network's default"
-        >
-          {(attrs) => (
-            <input
-              {...attrs}
-              type="number"
-              inputMode="numeric"
-              value={confirmations}
-              onInput={(e) => setConfirmations(e.currentTarget.value)}
-            />
-          )}
-        </Field>
-        <Field label="Mempool" errors={errorsAt(problem, '#/mempool')}>
-          {(attrs) => (
-            <select
-              {...attrs}
-              value={mempool}
-              onChange={(e) => setMempool(e.currentTarget.value as '' | 'on' | 'off')}
-            >
-              <option value="">Default (on for EVM networks)</option>
-              <option value="on">Notify pending transactions</option>
-              <option value="off">Included transactions only</option>
-            </select>
-          )}
-        </Field>
-        <Field label="Acknowledgement" errors={errorsAt(problem, '#/ack')}>
-          {(attrs) => (
-            <select
-              {...attrs}
-              value={ack}
-              onChange={(e) => setAck(e.currentTarget.value as 'status' | '2xx')}
-            >
-              <option value="status">2xx with {'{"status":"success"}'}</option>
-              <option value="2xx">Any 2xx</option>
-            </select>
-          )}
-        </Field>
-        <Field
+        />
+        <SelectField
+          label="Mempool"
+          value={mempool}
+          onValue={setMempool}
+          options={[
+            ['', 'Default (on for EVM networks)'],
+            ['on', 'Notify pending transactions'],
+            ['off', 'Included transactions only'],
+          ]}
+          errors={errorsAt(problem, '#/mempool')}
+        />
+        <SelectField
+          label="Acknowledgement"
+          value={ack}
+          onValue={setAck}
+          options={[
+            ['status', '2xx with {"status":"success"}'],
+            ['2xx', 'Any 2xx'],
+          ]}
+          errors={errorsAt(problem, '#/ack')}
+        />
+        <TextField
           label="Callback token"
+          verbatim
+          value={callbackToken}
+          onValue={setCallbackToken}
           errors={errorsAt(problem, '#/callbackToken')}
           hint="Empty: one is generated"
-        >
-          {(attrs) => (
-            <input
-              {...attrs}
-              value={callbackToken}
-              onInput={(e) => setCallbackToken(e.currentTarget.value)}
-              autoComplete="off"
-            />
-          )}
-        </Field>
+        />
       </div>
       <button type="submit" class="primary" disabled={busy}>
         Create subscription
@@ -211,7 +195,7 @@ function CreateSubscription(props: { networks: string[]; onCreated: () => void }
 export function SubscriptionsView(props: { networks: string[] }) {
   const [chain, setChain] = useState('');
   const [status, setStatus] = useState<'' | 'active' | 'disabled' | 'deleted'>('');
-  const [cursor, setCursor] = useState<string | undefined>(undefined);
+  const pages = usePages();
   const [creating, setCreating] = useState(false);
   const list = useLoaded(
     () =>
@@ -222,12 +206,12 @@ export function SubscriptionsView(props: { networks: string[] }) {
               limit: 50,
               ...(chain ? { chain } : {}),
               ...(status ? { status } : {}),
-              ...(cursor ? { cursor } : {}),
+              ...(pages.cursor ? { cursor: pages.cursor } : {}),
             },
           },
         }),
       ),
-    JSON.stringify([chain, status, cursor]),
+    JSON.stringify([chain, status, pages.cursor]),
   );
   const networks = [...new Set([...props.networks, ...(chain ? [chain] : [])])].sort();
 
@@ -247,7 +231,7 @@ export function SubscriptionsView(props: { networks: string[] }) {
             value={chain}
             onChange={(e) => {
               setChain(e.currentTarget.value);
-              setCursor(undefined);
+              pages.reset();
             }}
           >
             <option value="">All networks</option>
@@ -264,7 +248,7 @@ export function SubscriptionsView(props: { networks: string[] }) {
             value={status}
             onChange={(e) => {
               setStatus(e.currentTarget.value as typeof status);
-              setCursor(undefined);
+              pages.reset();
             }}
           >
             <option value="">Active and disabled</option>
@@ -275,59 +259,37 @@ export function SubscriptionsView(props: { networks: string[] }) {
         </label>
       </form>
       <ProblemAlert problem={list.problem} />
-      <table>
-        <caption>Subscriptions, newest first</caption>
-        <thead>
-          <tr>
-            <th scope="col">Network</th>
-            <th scope="col">Watches</th>
-            <th scope="col">Callback URL</th>
-            <th scope="col">State</th>
-            <th scope="col">Created</th>
+      <Table
+        caption="Subscriptions, newest first"
+        columns={['Network', 'Watches', 'Callback URL', 'State', 'Created']}
+        empty={
+          list.data?.data.length === 0 && (
+            <>No subscriptions{chain || status ? ' match these filters' : ' yet'}.</>
+          )
+        }
+      >
+        {list.data?.data.map((s) => (
+          <tr key={s.id}>
+            <td>{s.attr.chain ?? (s.type === 'REGISTRY_EVENTS' ? 'registry events' : '—')}</td>
+            <td>
+              <a href={`#/subscriptions/${s.id}`} class="mono">
+                {s.attr.address ??
+                  (s.type === 'REGISTRY_EVENTS'
+                    ? `registry ${shortId(s.attr.registryId ?? '')}`
+                    : `${s.attr.addressCount ?? 0} addresses`)}
+              </a>
+            </td>
+            <td class="mono">{s.attr.url}</td>
+            <td>
+              <Badge value={s.status} />
+            </td>
+            <td>
+              <Time at={s.createdAt} />
+            </td>
           </tr>
-        </thead>
-        <tbody>
-          {list.data?.data.length === 0 && (
-            <tr>
-              <td colSpan={5} class="muted">
-                No subscriptions{chain || status ? ' match these filters' : ' yet'}.
-              </td>
-            </tr>
-          )}
-          {list.data?.data.map((s) => (
-            <tr key={s.id}>
-              <td>{s.attr.chain ?? (s.type === 'REGISTRY_EVENTS' ? 'registry events' : '—')}</td>
-              <td>
-                <a href={`#/subscriptions/${s.id}`} class="mono">
-                  {s.attr.address ??
-                    (s.type === 'REGISTRY_EVENTS'
-                      ? `registry ${shortId(s.attr.registryId ?? '')}`
-                      : `${s.attr.addressCount ?? 0} addresses`)}
-                </a>
-              </td>
-              <td class="mono">{s.attr.url}</td>
-              <td>
-                <Badge value={s.status} />
-              </td>
-              <td>
-                <Time at={s.createdAt} />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-      <nav class="pager" aria-label="Pages of subscriptions">
-        <button type="button" disabled={cursor === undefined} onClick={() => setCursor(undefined)}>
-          Newest
-        </button>
-        <button
-          type="button"
-          disabled={!list.data?.next_cursor}
-          onClick={() => setCursor(list.data?.next_cursor ?? undefined)}
-        >
-          Older
-        </button>
-      </nav>
+        ))}
+      </Table>
+      <Pager label="Pages of subscriptions" pages={pages} next={list.data?.next_cursor} />
     </section>
   );
 }
@@ -343,8 +305,10 @@ export function SubscriptionView(props: { id: string }) {
     setProblem(undefined);
     setMessage(undefined);
     try {
-      setMessage(await what());
+      const done = await what();
+      // The view shows the subscription as the action left it before saying it is done.
       await sub.reload();
+      setMessage(done);
     } catch (err) {
       setProblem(problemOf(err));
     }

@@ -121,6 +121,118 @@ export function Field(props: {
   );
 }
 
+/** A labelled choice among `options` ([value, text] pairs), with the API's messages for it. */
+export function SelectField<T extends string>(props: {
+  label: string;
+  value: T;
+  onValue: (value: T) => void;
+  options: [T, string][];
+  errors?: string[];
+}) {
+  return (
+    <Field label={props.label} errors={props.errors}>
+      {(attrs) => (
+        <select {...attrs} value={props.value} onChange={(e) => props.onValue(e.currentTarget.value as T)}>
+          {props.options.map(([value, text]) => (
+            <option key={value} value={value}>
+              {text}
+            </option>
+          ))}
+        </select>
+      )}
+    </Field>
+  );
+}
+
+/** Where a list paged by cursor stands: this page's cursor and those of the pages before it. */
+export interface Pages {
+  cursor: string | undefined;
+  newer(): void;
+  older(next: string): void;
+  /** Back to the first page, as a changed filter must. */
+  reset(): void;
+  first: boolean;
+}
+
+export function usePages(): Pages {
+  const [before, setBefore] = useState<(string | undefined)[]>([]);
+  const [cursor, setCursor] = useState<string | undefined>(undefined);
+  return {
+    cursor,
+    first: before.length === 0,
+    newer() {
+      const rest = [...before];
+      setCursor(rest.pop());
+      setBefore(rest);
+    },
+    older(next) {
+      setBefore([...before, cursor]);
+      setCursor(next);
+    },
+    reset() {
+      setBefore([]);
+      setCursor(undefined);
+    },
+  };
+}
+
+/** Newer and Older buttons under a list; `next` is the next_cursor of the page shown. */
+export function Pager(props: { label: string; pages: Pages; next: string | null | undefined }) {
+  const { pages, next } = props;
+  return (
+    <nav class="pager" aria-label={props.label}>
+      <button type="button" disabled={pages.first} onClick={pages.newer}>
+        Newer
+      </button>
+      <button type="button" disabled={!next} onClick={() => next && pages.older(next)}>
+        Older
+      </button>
+    </nav>
+  );
+}
+
+/** A labelled text box bound to a string (a textarea when given `rows`), with the API's messages for it. */
+export function TextField(props: {
+  label: string;
+  value: string;
+  onValue: (value: string) => void;
+  errors?: string[];
+  hint?: ComponentChildren;
+  type?: 'text' | 'url' | 'number' | 'password';
+  rows?: number;
+  /** Addresses, tokens, keys: neither spell-checked nor remembered by the browser. */
+  verbatim?: boolean;
+}) {
+  const { type = 'text', verbatim = false } = props;
+  const onInput = (e: { currentTarget: { value: string } }) => props.onValue(e.currentTarget.value);
+  return (
+    <Field label={props.label} errors={props.errors} hint={props.hint}>
+      {(attrs) =>
+        props.rows ? (
+          <textarea
+            {...attrs}
+            rows={props.rows}
+            value={props.value}
+            spellcheck={!verbatim}
+            onInput={onInput}
+          />
+        ) : (
+          <input
+            {...attrs}
+            // Preact types each input type's attributes apart; these four take the same ones here.
+            type={type as 'text'}
+            value={props.value}
+            spellcheck={!verbatim}
+            autoComplete={verbatim ? 'off' : undefined}
+            inputMode={type === 'number' ? 'numeric' : undefined}
+            onInput={onInput}
+          />
+        )
+      }
+    </Field>
+  );
+}
+
 const pad = (n: number) => String(n).padStart(2, '0');
 
 /** A time in the browser's time zone, to the second; the exact instant is in the title. */
@@ -149,6 +261,43 @@ export function zoneLabel(): string {
   const sign = minutes > 0 ? '+' : '-';
   const abs = Math.abs(minutes);
   return `UTC${sign}${pad(Math.floor(abs / 60))}:${pad(abs % 60)}`;
+}
+
+/**
+ * A table with a caption and column headers (what a screen reader announces for each cell), and
+ * one row saying why it is empty when `empty` is given.
+ */
+export function Table(props: {
+  caption: ComponentChildren;
+  columns: string[];
+  empty?: ComponentChildren;
+  class?: string;
+  children: ComponentChildren;
+}) {
+  return (
+    <table class={props.class}>
+      <caption>{props.caption}</caption>
+      <thead>
+        <tr>
+          {props.columns.map((c) => (
+            <th scope="col" key={c}>
+              {c}
+            </th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>
+        {props.empty && (
+          <tr>
+            <td colSpan={props.columns.length} class="muted">
+              {props.empty}
+            </td>
+          </tr>
+        )}
+        {props.children}
+      </tbody>
+    </table>
+  );
 }
 
 export function Badge(props: { value: string }) {
