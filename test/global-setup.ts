@@ -5,7 +5,7 @@ import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { PGLITE_SUBDIR } from '../src/app.js';
 import { openStore } from '../src/store/db.js';
-import { ensureBuilt } from './helpers/build.js';
+import { ensureBuilt, ensureConsoleBuilt } from './helpers/build.js';
 import { databaseUrlFor, TEMPLATE_DB_PREFIX } from './helpers/postgres.js';
 
 declare module 'vitest' {
@@ -20,6 +20,8 @@ declare module 'vitest' {
 export default async function setup(project: TestProject) {
   // Process-level tests run the compiled service; a source changed since the last build rebuilds it.
   ensureBuilt();
+  // The service serves the console's build at /console (test/e2e/console.test.ts uses it).
+  ensureConsoleBuilt();
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ledgerhook-test-'));
   const templateDir = path.join(root, 'template');
   const store = await openStore({ pgliteDir: path.join(templateDir, PGLITE_SUBDIR) });

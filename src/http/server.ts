@@ -5,6 +5,7 @@ import { Type } from 'typebox';
 import type { Accounts } from '../accounts/service.js';
 import type { Backfills } from '../backfill/jobs.js';
 import { registerBackfillRoutes } from '../backfill/routes.js';
+import { registerConsoleRoutes } from '../console/routes.js';
 import type { EventFeed } from '../notify/feed-reader.js';
 import { registerFeedRoutes } from '../notify/feed-routes.js';
 import { registerPassRoutes } from '../registry/pass-routes.js';
@@ -279,6 +280,8 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
       await registerIpRateLimit(pages, deps.passRateLimit);
       registerPassRoutes(pages, deps.registries);
     });
+    // The console's page and files need no token; the page signs in to /api/v1 with one.
+    registerConsoleRoutes(app, deps.logger);
   }
   return app;
 }

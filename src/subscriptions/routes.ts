@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { ValidationError } from '../errors.js';
+import { type FieldError, ValidationError } from '../errors.js';
 import { pageQuery } from '../http/pagination.js';
 import { type RateLimit, routeRateLimit } from '../http/rate-limit.js';
 import {
@@ -16,6 +16,7 @@ import { SIGNATURE_SCHEMES } from '../notify/signing.js';
 import {
   ADDRESS_TRANSACTION,
   type CreateSubscriptionInput,
+  type LogFilter,
   MAX_ADDRESSES_PER_CALL,
   REGISTRY_EVENTS,
   type Subscriptions,
@@ -173,6 +174,47 @@ const Created = Type.Object({
   }),
 });
 
+const NotificationState = Type.Enum(['pending', 'delivered', 'failed'], { type: 'string' });
+
+/** The filters both delivery logs take: a state and a window of creation times. */
+const LogFilterQuery = {
+  state: Type.Optional(NotificationState),
+  since: Type.Optional(
+    Type.String({
+      format: 'date-time',
+      description: 'Only notifications created at or after this time (ISO 8601 with a time zone)',
+    }),
+  ),
+  until: Type.Optional(
+    Type.String({
+      format: 'date-time',
+      description: 'Only notifications created before this time (ISO 8601 with a time zone)',
+    }),
+  ),
+};
+
+/**
+ * An ISO 8601 date-time the schema admitted as a Date; what the format allows but a Date cannot
+ * hold (a leap second, 23:59:60) is refused the same way.
+ */
+function toDate(value: string, at: Omit<FieldError, 'detail'>): Date {
+  const date = new Date(value);
+  if (Number.isNaN(date.getTime()))
+    throw new ValidationError('Invalid date-time', [{ ...at, detail: 'must be an ISO 8601 date-time' }]);
+  return date;
+}
+
+/** The state and time window a delivery log was asked for; an empty window is refused. */
+function logFilter(query: { state?: string; since?: string; until?: string }): LogFilter {
+  const since = query.since === undefined ? undefined : toDate(query.since, { parameter: 'since' });
+  const until = query.until === undefined ? undefined : toDate(query.until, { parameter: 'until' });
+  if (since && until && until <= since)
+    throw new ValidationError('Empty time window', [
+      { parameter: 'until', detail: 'must be later than since' },
+    ]);
+  return { state: query.state, since, until };
+}
+
 export function registerSubscriptionRoutes(
   app: FastifyInstance,
   subscriptions: Subscriptions,
@@ -214,11 +256,19 @@ export function registerSubscriptionRoutes(
         tags,
         operationId: 'listSubscriptions',
         summary: 'List subscriptions, newest first',
-        description: 'Deleted subscriptions are listed only with `status=deleted`.',
+        description:
+          'Deleted subscriptions are listed only with `status=deleted`. `chain` narrows the list to one network (an unknown one is 400 listing the configured networks).',
         querystring: Type.Object(
           {
             type: Type.Optional(Type.Enum([ADDRESS_TRANSACTION, REGISTRY_EVENTS], { type: 'string' })),
             status: Type.Optional(Type.Enum(['active', 'disabled', 'deleted'], { type: 'string' })),
+            chain: Type.Optional(
+              Type.String({
+                minLength: 1,
+                maxLength: 32,
+                description: 'Only subscriptions of this network (any of its names: GLMR finds GLRM)',
+              }),
+            ),
             ...PaginationQuery,
             ...TatumPaginationQuery,
           },
@@ -235,6 +285,7 @@ export function registerSubscriptionRoutes(
         ...pageQuery(request.query),
         type: request.query.type,
         status: request.query.status,
+        chain: request.query.chain,
       }),
   );
 
@@ -335,10 +386,12 @@ export function registerSubscriptionRoutes(
         tags,
         operationId: 'listSubscriptionNotifications',
         summary: 'Delivery log: notifications, newest first, with every attempt',
+        description:
+          'Narrow it by `state` and by creation time (`since` inclusive, `until` exclusive). `GET /notification` is the same log across every subscription of the account.',
         params: Id,
         querystring: Type.Object(
           {
-            state: Type.Optional(Type.Enum(['pending', 'delivered', 'failed'], { type: 'string' })),
+            ...LogFilterQuery,
             ...PaginationQuery,
             ...TatumPaginationQuery,
           },
@@ -353,7 +406,41 @@ export function registerSubscriptionRoutes(
     async (request) =>
       subscriptions.notifications(request.principal.accountId, request.params.id, {
         ...pageQuery(request.query),
-        state: request.query.state,
+        ...logFilter(request.query),
+      }),
+  );
+
+  r.get(
+    '/notification',
+    {
+      schema: {
+        tags,
+        operationId: 'listNotifications',
+        summary: "The account's delivery log: notifications of all its subscriptions, newest first",
+        description:
+          "The same items as a subscription's log (`GET /subscription/{id}/notifications`), across every subscription of the account, deleted ones included. Narrow it by `state`, by creation time (`since` inclusive, `until` exclusive) and to one `subscription`; a subscription of another account, or none, lists nothing.",
+        querystring: Type.Object(
+          {
+            ...LogFilterQuery,
+            subscription: Type.Optional(
+              Type.String({ format: 'uuid', description: 'Only the notifications of this subscription' }),
+            ),
+            ...PaginationQuery,
+            ...TatumPaginationQuery,
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Type.Object({ data: Type.Array(Notification), next_cursor: NextCursor }),
+          ...problemResponses(400, 401),
+        },
+      },
+    },
+    async (request) =>
+      subscriptions.accountNotifications(request.principal.accountId, {
+        ...pageQuery(request.query),
+        ...logFilter(request.query),
+        subscriptionId: request.query.subscription,
       }),
   );
 
@@ -444,12 +531,7 @@ export function registerSubscriptionRoutes(
       },
     },
     async (request, reply) => {
-      const since = new Date(request.body.since);
-      if (Number.isNaN(since.getTime())) {
-        throw new ValidationError('Invalid since', [
-          { pointer: '#/since', detail: 'must be an ISO 8601 date-time' },
-        ]);
-      }
+      const since = toDate(request.body.since, { pointer: '#/since' });
       return reply
         .code(202)
         .send(await subscriptions.recover(request.principal.accountId, request.params.id, since));

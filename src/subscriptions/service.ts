@@ -128,6 +128,13 @@ export interface NotificationView {
   attempts: AttemptView[];
 }
 
+/** What a delivery log is narrowed to: a state, and a creation time from `since` (inclusive) to `until` (exclusive). */
+export interface LogFilter {
+  state?: string;
+  since?: Date;
+  until?: Date;
+}
+
 type SubscriptionRow = typeof subscriptions.$inferSelect;
 
 export interface UrlChecker {
@@ -441,6 +448,71 @@ export function createSubscriptions(deps: {
     return { id, callbackToken: token, ...shown };
   }
 
+  /** A page of a delivery log: the notifications matching `conditions`, newest first, with their attempts. */
+  async function logPage(conditions: SQL[], query: PageQuery & LogFilter) {
+    const where = [...conditions];
+    if (query.state) where.push(eq(notifications.state, query.state));
+    if (query.since) where.push(gte(notifications.createdAt, query.since));
+    if (query.until) where.push(lt(notifications.createdAt, query.until));
+    if (query.cursor) where.push(lt(notifications.id, decodeCursor(query.cursor)));
+    const rows = await db
+      .select()
+      .from(notifications)
+      .where(and(...where))
+      .orderBy(desc(notifications.id))
+      .limit(query.limit + 1)
+      .offset(query.offset ?? 0);
+    const page = rows.slice(0, query.limit);
+    const attempts =
+      page.length === 0
+        ? []
+        : await db
+            .select()
+            .from(deliveryAttempts)
+            .where(
+              inArray(
+                deliveryAttempts.notificationId,
+                page.map((r) => r.id),
+              ),
+            )
+            .orderBy(deliveryAttempts.attemptNumber);
+    const byNotification = new Map<string, AttemptView[]>();
+    for (const a of attempts) {
+      const list = byNotification.get(a.notificationId) ?? [];
+      list.push({
+        attempt: a.attemptNumber,
+        trigger: a.trigger,
+        startedAt: a.startedAt.toISOString(),
+        durationMs: a.durationMs,
+        statusCode: a.statusCode,
+        error: a.error,
+        response: a.responseBody,
+        outcome: a.outcome,
+        nextAttemptAt: iso(a.nextAttemptAt),
+      });
+      byNotification.set(a.notificationId, list);
+    }
+    return toPage(
+      rows,
+      query.limit,
+      (n) => n.id,
+      (n): NotificationView => ({
+        id: n.id,
+        subscriptionId: n.subscriptionId,
+        eventType: n.eventType,
+        state: n.state,
+        attemptCount: n.attempts,
+        nextAttemptAt: n.state === 'pending' ? iso(n.nextAttemptAt) : null,
+        lastStatusCode: n.lastStatusCode,
+        lastError: n.lastError,
+        createdAt: n.createdAt.toISOString(),
+        deliveredAt: iso(n.deliveredAt),
+        payload: JSON.parse(n.body) as unknown,
+        attempts: byNotification.get(n.id) ?? [],
+      }),
+    );
+  }
+
   return {
     /**
      * Watches an address, or a list of them. With an idempotency key the same request within 24 h
@@ -696,9 +768,23 @@ export function createSubscriptions(deps: {
 
     checkUrl,
 
-    /** Newest first; deleted subscriptions only when asked for by `status`. */
-    async list(accountId: string, query: PageQuery & { type?: string; status?: string }) {
+    /**
+     * Newest first; deleted subscriptions only when asked for by `status`. `chain` is any name of
+     * a configured network (an alias finds the subscriptions stored under its canonical name).
+     */
+    async list(accountId: string, query: PageQuery & { type?: string; status?: string; chain?: string }) {
       const conditions: SQL[] = [eq(subscriptions.accountId, accountId)];
+      if (query.chain !== undefined) {
+        const network = networks.find(query.chain);
+        if (!network)
+          throw new ValidationError('Unknown network', [
+            {
+              parameter: 'chain',
+              detail: `is not a configured network; use one of ${networks.names().join(', ')}`,
+            },
+          ]);
+        conditions.push(eq(subscriptions.network, network.name));
+      }
       if (query.status === 'deleted') conditions.push(isNotNull(subscriptions.deletedAt));
       else {
         conditions.push(isNull(subscriptions.deletedAt));
@@ -842,68 +928,23 @@ export function createSubscriptions(deps: {
       return { notificationId };
     },
 
-    /** The delivery log: newest notifications first, each with its attempts. */
-    async notifications(accountId: string, id: string, query: PageQuery & { state?: string }) {
+    /** A subscription's delivery log: newest notifications first, each with its attempts. */
+    async notifications(accountId: string, id: string, query: PageQuery & LogFilter) {
       await owned(accountId, id);
-      const conditions: SQL[] = [eq(notifications.subscriptionId, id)];
-      if (query.state) conditions.push(eq(notifications.state, query.state));
-      if (query.cursor) conditions.push(lt(notifications.id, decodeCursor(query.cursor)));
-      const rows = await db
-        .select()
-        .from(notifications)
-        .where(and(...conditions))
-        .orderBy(desc(notifications.id))
-        .limit(query.limit + 1)
-        .offset(query.offset ?? 0);
-      const page = rows.slice(0, query.limit);
-      const attempts =
-        page.length === 0
-          ? []
-          : await db
-              .select()
-              .from(deliveryAttempts)
-              .where(
-                inArray(
-                  deliveryAttempts.notificationId,
-                  page.map((r) => r.id),
-                ),
-              )
-              .orderBy(deliveryAttempts.attemptNumber);
-      const byNotification = new Map<string, AttemptView[]>();
-      for (const a of attempts) {
-        const list = byNotification.get(a.notificationId) ?? [];
-        list.push({
-          attempt: a.attemptNumber,
-          trigger: a.trigger,
-          startedAt: a.startedAt.toISOString(),
-          durationMs: a.durationMs,
-          statusCode: a.statusCode,
-          error: a.error,
-          response: a.responseBody,
-          outcome: a.outcome,
-          nextAttemptAt: iso(a.nextAttemptAt),
-        });
-        byNotification.set(a.notificationId, list);
-      }
-      return toPage(
-        rows,
-        query.limit,
-        (n) => n.id,
-        (n): NotificationView => ({
-          id: n.id,
-          subscriptionId: n.subscriptionId,
-          eventType: n.eventType,
-          state: n.state,
-          attemptCount: n.attempts,
-          nextAttemptAt: n.state === 'pending' ? iso(n.nextAttemptAt) : null,
-          lastStatusCode: n.lastStatusCode,
-          lastError: n.lastError,
-          createdAt: n.createdAt.toISOString(),
-          deliveredAt: iso(n.deliveredAt),
-          payload: JSON.parse(n.body) as unknown,
-          attempts: byNotification.get(n.id) ?? [],
-        }),
-      );
+      return logPage([eq(notifications.subscriptionId, id)], query);
+    },
+
+    /**
+     * The account's delivery log across its subscriptions (one of them with `subscriptionId`),
+     * newest first. Every row carries its account, so another account's notifications never match.
+     */
+    async accountNotifications(
+      accountId: string,
+      query: PageQuery & LogFilter & { subscriptionId?: string },
+    ) {
+      const conditions: SQL[] = [eq(notifications.accountId, accountId)];
+      if (query.subscriptionId) conditions.push(eq(notifications.subscriptionId, query.subscriptionId));
+      return logPage(conditions, query);
     },
 
     /** Delivers one notification again as a new attempt, whatever its state, with a fresh retry schedule. */

@@ -6,14 +6,14 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { putLeafInBatch } from '../helpers/anchoring.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { launchChromium } from '../helpers/browser.js';
 import { backends } from '../helpers/env.js';
 import { sampleRegistryBody } from '../helpers/registry-body.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SCREENSHOTS = path.join(os.tmpdir(), 'ledgerhook-pass-page-screenshots');
 /** Every wait of the browser ends by this. */
 const WAIT_MS = 15_000;
@@ -43,19 +43,7 @@ describe.each(backends)('the public pass page in Chromium on %s', (backend) => {
     fs.mkdirSync(SCREENSHOTS, { recursive: true });
     [t, browser] = await Promise.all([
       startTestApp(backend, { LEDGERHOOK_PASS_RATE_LIMIT: 'off' }),
-      chromium.launch({
-        executablePath: CHROMIUM,
-        timeout: WAIT_MS,
-        args: [
-          '--headless',
-          '--no-sandbox',
-          '--disable-gpu',
-          '--disable-background-networking',
-          '--disable-component-update',
-          '--no-first-run',
-          '--disable-sync',
-        ],
-      }),
+      launchChromium(WAIT_MS),
     ]);
   });
   afterAll(async () => {
