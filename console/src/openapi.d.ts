@@ -240,7 +240,7 @@ export interface paths {
         put?: never;
         /**
          * Watch an address (Tatum-compatible request) or a list of addresses
-         * @description Send `attr.address` (one address, as Tatum) or `attr.addresses` (a list of up to 100,000; grow or shrink it through `/subscription/{id}/addresses`), not both. Invalid addresses are named by pointer (the first 100) and nothing is created. The callback URL must be http(s) and resolve to public addresses. The `secret` and `callbackToken` of the response are shown only once. A live subscription of the same one address, chain and url is 409 naming it (`existingId`); lists are not checked for overlap. Send `Idempotency-Key` to make retries safe. Bodies up to 16 MB.
+         * @description Send `attr.address` (one address, as Tatum) or `attr.addresses` (a list of up to 100,000; grow or shrink it through `/subscription/{id}/addresses`), not both. Invalid addresses are named by pointer (the first 100) and nothing is created. The callback URL must be http(s) and resolve to public addresses. The response has the `secret` (signature hmac, the default; shown only once) or the `publicKey` (signature ed25519), and the `callbackToken` (shown only once). A live subscription of the same one address, chain and url is 409 naming it (`existingId`); lists are not checked for overlap. Send `Idempotency-Key` to make retries safe. Bodies up to 16 MB.
          */
         post: operations["createSubscription"];
         delete?: never;
@@ -298,7 +298,7 @@ export interface paths {
         put?: never;
         /**
          * Issue a new signing secret; the ones it replaces keep signing beside it for 24 h
-         * @description Every secret rotated out in the last 24 hours keeps signing (one signature each in `webhook-signature`), up to 10 at a time; an 11th rotation within the overlap is 409.
+         * @description An hmac subscription gets a new `secret` (shown once), an ed25519 one a new key pair, of which the new `publicKey` is answered. Every secret (key) rotated out in the last 24 hours keeps signing (one signature each in `webhook-signature`: `v1` entries for hmac, `v1a` for ed25519), up to 10 at a time; an 11th rotation within the overlap is 409.
          */
         post: operations["rotateSubscriptionSecret"];
         delete?: never;
@@ -568,6 +568,155 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description Any webhook body. Registry events have a `type` of `registry.*`; address notifications have `type` `native` or `token`, with `reorg: true` on a withdrawal and `test: true` on a sample */
+        WebhookEvent: components["schemas"]["AddressTransactionEvent"] | components["schemas"]["AddressTransactionReorgEvent"] | components["schemas"]["TestEvent"] | components["schemas"]["RegistryCreatedEvent"] | components["schemas"]["RegistryAnchoredEvent"] | components["schemas"]["RegistryRevokedEvent"];
+        /** @description A transfer touching a watched address (events `address.transaction`, and `address.transaction.pending` with `mempool: true`) */
+        AddressTransactionEvent: {
+            /** @description On EVM chains the sender of the transfer; on other chains the watched address (see `watchedAddress`) */
+            address: string;
+            /** @description Transaction id (hash, signature) as the chain writes it */
+            txId: string;
+            /** @description `native` for the chain’s own asset, `token` for a token or NFT */
+            type: "native" | "token";
+            /** @description Block (round, slot) holding the transaction; absent while in the mempool */
+            blockNumber?: number;
+            /** @description Token contract address (mint, asset id) for tokens; the native asset’s symbol (ETH, BTC, ALGO, SOL…) otherwise */
+            asset: string;
+            /**
+             * @description Decimal amount in display units, signed from the point of view of `address` (+ credited, − debited; negative on EVM chains, where `address` is the sender); an NFT count for ERC-721/1155
+             * @example -0.25
+             */
+            amount: string;
+            /**
+             * @description Present when the token’s decimals could not be read: `amount` is in its base units
+             * @enum {boolean}
+             */
+            decimalsUnknown?: true;
+            /** @description ERC-721 / ERC-1155 token id, a decimal string */
+            tokenId?: string;
+            /** @description EVM only: true while pending (no `blockNumber`), false once in a block */
+            mempool?: boolean;
+            /** @description On EVM chains the recipient; elsewhere the single counterparty, absent if several */
+            counterAddress?: string;
+            /** @description Where a risk provider is configured: one `{address: score}` per counterparty, 0 (nothing known) to 100 (sanctioned) */
+            addressesRiskRatio?: {
+                [key: string]: number;
+            }[];
+            /**
+             * Format: uuid
+             * @description The notification id: equal to the `webhook-id` header, the same on every retry
+             */
+            id: string;
+            /** Format: uuid */
+            subscriptionId: string;
+            /** @description The network’s name (ETH, BTC, SOL, DEVNET…) */
+            chain: string;
+            /** @description The subscription’s address this transfer touched */
+            watchedAddress: string;
+            /** @description Depth of the block when notified (0 in the mempool) */
+            confirmations: number;
+            /**
+             * @description Sent by a backfill of past blocks
+             * @enum {boolean}
+             */
+            backfill?: true;
+        };
+        /** @description Event `address.transaction.reorg`: the body of a notification already sent, with a new `id` and `reorg: true`, because its block left the chain */
+        AddressTransactionReorgEvent: components["schemas"]["AddressTransactionEvent"] & {
+            /**
+             * @description This withdraws an earlier notification whose block left the canonical chain
+             * @enum {boolean}
+             */
+            reorg: true;
+        };
+        /** @description Event `test`, sent by POST /api/v1/subscription/{id}/test */
+        TestEvent: components["schemas"]["AddressTransactionEvent"] & {
+            /**
+             * @description A sample; its transfer is made up
+             * @enum {boolean}
+             */
+            test: true;
+        };
+        /** @description A registry with a `callback_url` was created (thin: no metadata) */
+        RegistryCreatedEvent: {
+            /** @enum {string} */
+            type: "registry.created";
+            /**
+             * Format: uuid
+             * @description The notification id, equal to the `webhook-id` header
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The registry’s event endpoint
+             */
+            subscriptionId: string;
+            registry: {
+                /** Format: uuid */
+                id: string;
+                title: string;
+                folder_id: string;
+                template: "STORAGE" | "PASS";
+                data_encrypted: boolean;
+                /** Format: date-time */
+                created_at: string;
+            };
+        };
+        /** @description A transaction carrying the registry’s Merkle root is deep enough on its chain */
+        RegistryAnchoredEvent: {
+            /** @enum {string} */
+            type: "registry.anchored";
+            /**
+             * Format: uuid
+             * @description The notification id, equal to the `webhook-id` header
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The registry’s event endpoint
+             */
+            subscriptionId: string;
+            registry: {
+                /** Format: uuid */
+                id: string;
+            };
+            anchor: {
+                network: string;
+                /** @description The anchor transaction */
+                txId: string;
+                blockNumber: number;
+                /** @description The Merkle root anchored, hex */
+                root: string;
+                /** Format: date-time */
+                anchored_at: string;
+            };
+            /** @description Where the registry’s receipt is served (GET, with a token) */
+            receipt_url: string;
+        };
+        /** @description A PASS was revoked */
+        RegistryRevokedEvent: {
+            /** @enum {string} */
+            type: "registry.revoked";
+            /**
+             * Format: uuid
+             * @description The notification id, equal to the `webhook-id` header
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The registry’s event endpoint
+             */
+            subscriptionId: string;
+            registry: {
+                /** Format: uuid */
+                id: string;
+                title: string;
+                folder_id: string;
+                template: "STORAGE" | "PASS";
+                /** Format: date-time */
+                revoked_at: string;
+            };
+        };
         /** @description RFC 9457 problem details (application/problem+json) */
         Problem: {
             /** @example urn:ledgerhook:problem:validation */
@@ -1591,6 +1740,13 @@ export interface operations {
                             confirmations: number;
                             ack: string;
                             /**
+                             * @description hmac (`v1`) or ed25519 (`v1a`)
+                             * @enum {string}
+                             */
+                            signature: "hmac" | "ed25519";
+                            /** @description ed25519 only: `whpk_` + base64 of the 32-byte Ed25519 public key that verifies the `v1a` entries of `webhook-signature` (over `webhook-id.webhook-timestamp.body`). Public: shown on every GET; it changes only by rotate-secret */
+                            publicKey?: string;
+                            /**
                              * @description deleted: no longer watched or delivered; it and its log stay readable
                              * @enum {string}
                              */
@@ -1685,6 +1841,11 @@ export interface operations {
                      */
                     ack?: "status" | "2xx";
                     callbackToken?: string;
+                    /**
+                     * @description How deliveries are signed (Standard Webhooks). hmac (default): `v1` HMAC-SHA256 signatures under a `whsec_` secret that is shown once. ed25519: `v1a` Ed25519 signatures, verified with the subscription's public key (`whpk_`, shown on every GET); the private key never leaves the service, so a receiver holds nothing that could forge a webhook. Chosen at creation; it cannot be changed
+                     * @enum {string}
+                     */
+                    signature?: "hmac" | "ed25519";
                 };
             };
         };
@@ -1698,8 +1859,10 @@ export interface operations {
                     "application/json": {
                         /** Format: uuid */
                         id: string;
-                        /** @description Standard Webhooks signing secret (whsec_…); shown only once */
-                        secret: string;
+                        /** @description hmac only: the Standard Webhooks signing secret (whsec_…); shown only once */
+                        secret?: string;
+                        /** @description ed25519 only: `whpk_` + base64 of the 32-byte Ed25519 public key that verifies the `v1a` entries of `webhook-signature` (over `webhook-id.webhook-timestamp.body`). Public: shown on every GET; it changes only by rotate-secret */
+                        publicKey?: string;
                         /** @description Sent as Authorization: Bearer <callbackToken>; shown only once */
                         callbackToken: string;
                     };
@@ -1806,6 +1969,13 @@ export interface operations {
                         mempool: boolean;
                         confirmations: number;
                         ack: string;
+                        /**
+                         * @description hmac (`v1`) or ed25519 (`v1a`)
+                         * @enum {string}
+                         */
+                        signature: "hmac" | "ed25519";
+                        /** @description ed25519 only: `whpk_` + base64 of the 32-byte Ed25519 public key that verifies the `v1a` entries of `webhook-signature` (over `webhook-id.webhook-timestamp.body`). Public: shown on every GET; it changes only by rotate-secret */
+                        publicKey?: string;
                         /**
                          * @description deleted: no longer watched or delivered; it and its log stay readable
                          * @enum {string}
@@ -1993,6 +2163,13 @@ export interface operations {
                         confirmations: number;
                         ack: string;
                         /**
+                         * @description hmac (`v1`) or ed25519 (`v1a`)
+                         * @enum {string}
+                         */
+                        signature: "hmac" | "ed25519";
+                        /** @description ed25519 only: `whpk_` + base64 of the 32-byte Ed25519 public key that verifies the `v1a` entries of `webhook-signature` (over `webhook-id.webhook-timestamp.body`). Public: shown on every GET; it changes only by rotate-secret */
+                        publicKey?: string;
+                        /**
                          * @description deleted: no longer watched or delivered; it and its log stay readable
                          * @enum {string}
                          */
@@ -2104,7 +2281,10 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        secret: string;
+                        /** @description hmac only: the Standard Webhooks signing secret (whsec_…); shown only once */
+                        secret?: string;
+                        /** @description ed25519 only: `whpk_` + base64 of the 32-byte Ed25519 public key that verifies the `v1a` entries of `webhook-signature` (over `webhook-id.webhook-timestamp.body`). Public: shown on every GET; it changes only by rotate-secret */
+                        publicKey?: string;
                         /** Format: date-time */
                         previousSecretExpiresAt: string;
                     };
@@ -3495,7 +3675,7 @@ export interface operations {
     listEvents: {
         parameters: {
             query?: {
-                /** @description The `next_cursor` of the previous page; omitted: from the start */
+                /** @description The `next_cursor` of the previous page; `now`: from the end of the feed (only events committed after this request; its `next_cursor` is where to read on); omitted: from the start */
                 after?: string;
                 /** @description Events per page (1-1000, default 100) */
                 limit?: number;
