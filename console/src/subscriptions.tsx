@@ -47,7 +47,15 @@ const FORM_POINTERS = [
   '#/mempool',
   '#/ack',
   '#/callbackToken',
+  '#/signature',
 ];
+
+/** What signs a subscription's deliveries, as create and rotate answer it: a secret or a public key. */
+function signingValues(answer: { secret?: string; publicKey?: string }): [string, string][] {
+  return answer.publicKey !== undefined
+    ? [['Public key (verifies v1a signatures)', answer.publicKey]]
+    : [['Signing secret', answer.secret ?? '']];
+}
 
 function CreateSubscription(props: { networks: string[]; onCreated: () => void }) {
   const [chain, setChain] = useState('');
@@ -57,8 +65,11 @@ function CreateSubscription(props: { networks: string[]; onCreated: () => void }
   const [mempool, setMempool] = useState<'' | 'on' | 'off'>('');
   const [ack, setAck] = useState<'status' | '2xx'>('status');
   const [callbackToken, setCallbackToken] = useState('');
+  const [signature, setSignature] = useState<'hmac' | 'ed25519'>('hmac');
   const [problem, setProblem] = useState<Problem | undefined>(undefined);
-  const [created, setCreated] = useState<{ id: string; secret: string; callbackToken: string } | undefined>();
+  const [created, setCreated] = useState<
+    { id: string; secret?: string; publicKey?: string; callbackToken: string } | undefined
+  >();
   const [busy, setBusy] = useState(false);
 
   const submit = async (event: Event) => {
@@ -80,6 +91,7 @@ function CreateSubscription(props: { networks: string[]; onCreated: () => void }
             ...(confirmations !== '' ? { confirmations: Number(confirmations) } : {}),
             ...(mempool ? { mempool: mempool === 'on' } : {}),
             ack,
+            signature,
             ...(callbackToken ? { callbackToken } : {}),
           },
         }),
@@ -98,10 +110,12 @@ function CreateSubscription(props: { networks: string[]; onCreated: () => void }
     return (
       <ShownOnce
         title={`Subscription ${created.id} created`}
-        values={[
-          ['Signing secret', created.secret],
-          ['Callback token', created.callbackToken],
-        ]}
+        values={[...signingValues(created), ['Callback token', created.callbackToken]]}
+        note={
+          created.publicKey
+            ? 'Copy the callback token now: it will not be shown again. The public key stays on the subscription’s page.'
+            : undefined
+        }
         onDismiss={() => setCreated(undefined)}
       />
     );
@@ -175,6 +189,17 @@ function CreateSubscription(props: { networks: string[]; onCreated: () => void }
             ['2xx', 'Any 2xx'],
           ]}
           errors={errorsAt(problem, '#/ack')}
+        />
+        <SelectField
+          label="Signature"
+          value={signature}
+          onValue={setSignature}
+          options={[
+            ['hmac', 'HMAC-SHA256 (v1)'],
+            ['ed25519', 'Ed25519 (v1a)'],
+          ]}
+          errors={errorsAt(problem, '#/signature')}
+          hint="Ed25519: receivers verify with a public key, which cannot sign"
         />
         <TextField
           label="Callback token"
@@ -299,7 +324,9 @@ export function SubscriptionView(props: { id: string }) {
   const sub = useLoaded(() => must(api.GET('/api/v1/subscription/{id}', { params: { path: { id } } })), id);
   const [problem, setProblem] = useState<Problem | undefined>(undefined);
   const [message, setMessage] = useState<string | undefined>(undefined);
-  const [secret, setSecret] = useState<string | undefined>(undefined);
+  const [rotatedKey, setRotatedKey] = useState<{ secret?: string; publicKey?: string } | undefined>(
+    undefined,
+  );
 
   const act = async (what: () => Promise<string>) => {
     setProblem(undefined);
@@ -363,6 +390,16 @@ export function SubscriptionView(props: { id: string }) {
               <dd>{s.mempool ? 'notified' : 'not notified'}</dd>
             </div>
             <div>
+              <dt>Signature</dt>
+              <dd>{s.signature === 'ed25519' ? 'Ed25519 (v1a)' : 'HMAC-SHA256 (v1)'}</dd>
+            </div>
+            {s.publicKey && (
+              <div>
+                <dt>Public key</dt>
+                <dd class="mono">{s.publicKey}</dd>
+              </div>
+            )}
+            <div>
               <dt>Acknowledgement</dt>
               <dd>{s.ack === '2xx' ? 'any 2xx' : '2xx with {"status":"success"}'}</dd>
             </div>
@@ -420,12 +457,12 @@ export function SubscriptionView(props: { id: string }) {
                 onClick={() =>
                   void act(async () => {
                     const rotated = await must(api.POST('/api/v1/subscription/{id}/rotate-secret', path));
-                    setSecret(rotated.secret);
-                    return `A new signing secret was issued; the earlier ones keep signing beside it until ${new Date(rotated.previousSecretExpiresAt).toLocaleString()}.`;
+                    setRotatedKey(rotated);
+                    return `A new ${rotated.publicKey ? 'key pair' : 'signing secret'} was issued; the earlier ones keep signing beside it until ${new Date(rotated.previousSecretExpiresAt).toLocaleString()}.`;
                   })
                 }
               >
-                Rotate secret
+                {s.signature === 'ed25519' ? 'Rotate key' : 'Rotate secret'}
               </button>
               <ConfirmButton
                 label="Delete"
@@ -445,11 +482,12 @@ export function SubscriptionView(props: { id: string }) {
             </p>
           )}
           <ProblemAlert problem={problem} />
-          {secret && (
+          {rotatedKey && (
             <ShownOnce
-              title="New signing secret"
-              values={[['Signing secret', secret]]}
-              onDismiss={() => setSecret(undefined)}
+              title={rotatedKey.publicKey ? 'New public key' : 'New signing secret'}
+              values={signingValues(rotatedKey)}
+              note={rotatedKey.publicKey ? 'Give it to your receivers; it stays on this page.' : undefined}
+              onDismiss={() => setRotatedKey(undefined)}
             />
           )}
           <h3>Delivery log</h3>

@@ -128,9 +128,10 @@ export function SelectField<T extends string>(props: {
   onValue: (value: T) => void;
   options: [T, string][];
   errors?: string[];
+  hint?: string;
 }) {
   return (
-    <Field label={props.label} errors={props.errors}>
+    <Field label={props.label} errors={props.errors} hint={props.hint}>
       {(attrs) => (
         <select {...attrs} value={props.value} onChange={(e) => props.onValue(e.currentTarget.value as T)}>
           {props.options.map(([value, text]) => (
@@ -307,12 +308,18 @@ export function Badge(props: { value: string }) {
 }
 
 /** A secret the service shows once: kept visible until dismissed, with a copy button. */
-export function ShownOnce(props: { title: string; values: [string, string][]; onDismiss: () => void }) {
+export function ShownOnce(props: {
+  title: string;
+  values: [string, string][];
+  onDismiss: () => void;
+  /** Instead of the default warning, when not everything shown is a secret. */
+  note?: string;
+}) {
   const [copied, setCopied] = useState<string | undefined>(undefined);
   return (
     <section class="shown-once" aria-label={props.title}>
       <h3>{props.title}</h3>
-      <p>Copy it now: the service keeps only a sealed copy and will not show it again.</p>
+      <p>{props.note ?? 'Copy it now: the service keeps only a sealed copy and will not show it again.'}</p>
       <dl>
         {props.values.map(([name, value]) => (
           <div key={name}>

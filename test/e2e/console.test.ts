@@ -22,6 +22,7 @@ import { createAccounts } from '../../src/accounts/service.js';
 import { devAccounts } from '../../src/chains/evm/anvil.js';
 import { launchChromium } from '../helpers/browser.js';
 import { type Devnet, startDevnet } from '../helpers/devnet.js';
+import { v1aVerifiedBy } from '../helpers/ed25519.js';
 import { backends } from '../helpers/env.js';
 import { waitFor } from '../helpers/process.js';
 
@@ -288,6 +289,40 @@ describe(`the console in Chromium on ${backend}`, () => {
         'webhook-signature': sample.headers['webhook-signature'] as string,
       }),
     ).toMatchObject({ id: testId, test: true, subscriptionId });
+
+    // An ed25519 subscription through the form: its public key is shown, stays on its page, and
+    // verifies its deliveries' v1a signatures (Node's crypto, from the whpk_ bytes alone).
+    await page.getByRole('navigation').getByRole('link', { name: 'Subscriptions' }).click();
+    await page.getByRole('button', { name: 'New subscription' }).click();
+    await form.getByLabel('Network').fill('DEVNET');
+    await form.getByLabel('Addresses').fill(d.addresses[3]!);
+    await form.getByLabel('Callback URL').fill(d.receiver.url);
+    await form.getByLabel('Signature').selectOption('ed25519');
+    await form.getByRole('button', { name: 'Create subscription' }).click();
+    const edCreated = page.getByRole('region', { name: /^Subscription .* created$/ });
+    await edCreated.waitFor();
+    const edId = /Subscription (\S+) created/.exec(await edCreated.getByRole('heading').innerText())![1]!;
+    const [publicKey] = await edCreated.locator('code.secret').allInnerTexts();
+    expect(publicKey).toMatch(/^whpk_/);
+    expect(await edCreated.innerText()).not.toContain('whsk_');
+    await edCreated.getByRole('button', { name: 'I have stored it' }).click();
+    await page.goto(`${d.t.app.url}/console#/subscriptions/${edId}`);
+    await page.getByRole('heading', { name: `Subscription ${edId}` }).waitFor();
+    expect(await page.locator('dl.facts').innerText()).toContain(publicKey!);
+    await page.getByRole('button', { name: 'Send test notification' }).click();
+    const edQueued = await page.getByRole('status').filter({ hasText: 'Test notification' }).innerText();
+    const edTestId = /Test notification (\S+) is queued/.exec(edQueued)![1]!;
+    const edSample = await waitFor(
+      () => d.receiver.requests.find((r) => r.headers['webhook-id'] === edTestId),
+      'the ed25519 test notification',
+      WAIT_MS,
+    );
+    const edHeaders = {
+      'webhook-id': edTestId,
+      'webhook-timestamp': edSample.headers['webhook-timestamp'] as string,
+      'webhook-signature': edSample.headers['webhook-signature'] as string,
+    };
+    expect(v1aVerifiedBy(publicKey!, edHeaders, edSample.body)).toBe(1);
 
     // The account's log lists it too, and its filters narrow it.
     await page.getByRole('link', { name: 'Delivery log' }).click();
