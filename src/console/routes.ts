@@ -10,15 +10,15 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { sendProblem } from '../http/problem.js';
 import { problemResponse } from '../http/schemas.js';
+import { packageRoot } from '../shared/package-root.js';
 
-/** Where the console's build lands: the same two levels up from src/console/ and dist/console/. */
-const CONSOLE_DIR = fileURLToPath(new URL('../../console/dist', import.meta.url));
+/** Where the console's build lands, in the package (the service runs from src/ or the dist/ bundle). */
+const CONSOLE_DIR = path.join(packageRoot, 'console', 'dist');
 
 /**
  * Nothing but the console's own files may run or load, the page may only talk to this service,

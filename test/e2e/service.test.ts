@@ -45,6 +45,17 @@ describe('the service as a new user runs it (embedded PGlite)', () => {
     expect(first.printedToken).toMatch(/^lh_/);
     const token = first.printedToken!;
 
+    // The built service (as `npm start` runs it) serves the built console and the API docs.
+    for (const [route, type] of [
+      ['/console', 'text/html'],
+      ['/docs/', 'text/html'],
+    ] as const) {
+      const page = await fetch(`${first.url}${route}`);
+      expect(page.status, route).toBe(200);
+      expect(page.headers.get('content-type'), route).toContain(type);
+      await page.arrayBuffer();
+    }
+
     const secretMarker = `SECRET-${crypto.randomUUID()}`;
     const descriptionMarker = `HIDDEN-${crypto.randomUUID()}`;
     const plainMarker = `VISIBLE-${crypto.randomUUID()}`;
