@@ -224,7 +224,10 @@ let built = false;
 function runnable(args: string[]): string[] {
   if (args[0] !== 'src/main.ts') return ['--import', 'tsx', ...args];
   if (!built) {
-    execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'build.mjs')], { cwd: ROOT, stdio: 'inherit' });
+    execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'build.mjs')], {
+      cwd: ROOT,
+      stdio: 'inherit',
+    });
     built = true;
   }
   return ['dist/main.js', ...args.slice(1)];
