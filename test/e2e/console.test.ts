@@ -57,6 +57,24 @@ describe(`the console in Chromium on ${backend}`, () => {
   const pageErrors: string[] = [];
   /** Every URL the pages asked for. */
   const requested: string[] = [];
+
+  /** Sends a test notification from the subscription's page; the body and signature headers the receiver got. */
+  const sendTestFromPage = async (page: Page) => {
+    await page.getByRole('button', { name: 'Send test notification' }).click();
+    const queued = await page.getByRole('status').filter({ hasText: 'Test notification' }).innerText();
+    const id = /Test notification (\S+) is queued/.exec(queued)![1]!;
+    const got = await waitFor(
+      () => d.receiver.requests.find((r) => r.headers['webhook-id'] === id),
+      `test notification ${id}`,
+      WAIT_MS,
+    );
+    const headers = {
+      'webhook-id': id,
+      'webhook-timestamp': got.headers['webhook-timestamp'] as string,
+      'webhook-signature': got.headers['webhook-signature'] as string,
+    };
+    return { id, body: got.body, headers };
+  };
   /** The subscription and the registry the first account creates through the forms. */
   let subscriptionId = '';
   let registryId = '';
@@ -274,21 +292,12 @@ describe(`the console in Chromium on ${backend}`, () => {
     expect(newSecret).toMatch(/^whsec_/);
     expect(newSecret).not.toBe(secret);
     await rotated.getByRole('button', { name: 'I have stored it' }).click();
-    await page.getByRole('button', { name: 'Send test notification' }).click();
-    const queued = await page.getByRole('status').filter({ hasText: 'Test notification' }).innerText();
-    const testId = /Test notification (\S+) is queued/.exec(queued)![1]!;
-    const sample = await waitFor(
-      () => d.receiver.requests.find((r) => r.headers['webhook-id'] === testId),
-      'the test notification',
-      WAIT_MS,
-    );
-    expect(
-      new Webhook(newSecret).verify(sample.body, {
-        'webhook-id': testId,
-        'webhook-timestamp': sample.headers['webhook-timestamp'] as string,
-        'webhook-signature': sample.headers['webhook-signature'] as string,
-      }),
-    ).toMatchObject({ id: testId, test: true, subscriptionId });
+    const sample = await sendTestFromPage(page);
+    expect(new Webhook(newSecret).verify(sample.body, sample.headers)).toMatchObject({
+      id: sample.id,
+      test: true,
+      subscriptionId,
+    });
 
     // An ed25519 subscription through the form: its public key is shown, stays on its page, and
     // verifies its deliveries' v1a signatures (Node's crypto, from the whpk_ bytes alone).
@@ -309,20 +318,8 @@ describe(`the console in Chromium on ${backend}`, () => {
     await page.goto(`${d.t.app.url}/console#/subscriptions/${edId}`);
     await page.getByRole('heading', { name: `Subscription ${edId}` }).waitFor();
     expect(await page.locator('dl.facts').innerText()).toContain(publicKey!);
-    await page.getByRole('button', { name: 'Send test notification' }).click();
-    const edQueued = await page.getByRole('status').filter({ hasText: 'Test notification' }).innerText();
-    const edTestId = /Test notification (\S+) is queued/.exec(edQueued)![1]!;
-    const edSample = await waitFor(
-      () => d.receiver.requests.find((r) => r.headers['webhook-id'] === edTestId),
-      'the ed25519 test notification',
-      WAIT_MS,
-    );
-    const edHeaders = {
-      'webhook-id': edTestId,
-      'webhook-timestamp': edSample.headers['webhook-timestamp'] as string,
-      'webhook-signature': edSample.headers['webhook-signature'] as string,
-    };
-    expect(v1aVerifiedBy(publicKey!, edHeaders, edSample.body)).toBe(1);
+    const edSample = await sendTestFromPage(page);
+    expect(v1aVerifiedBy(publicKey!, edSample.headers, edSample.body)).toBe(1);
 
     // The account's log lists it too, and its filters narrow it.
     await page.getByRole('link', { name: 'Delivery log' }).click();

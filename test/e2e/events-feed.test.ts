@@ -68,6 +68,16 @@ async function feed(t: TestApp, query: string, token = t.token): Promise<FeedPag
   return response.body as FeedPage;
 }
 
+/** The cursor at the end of the account's feed, found by reading every page to it. */
+async function endOfFeed(t: TestApp): Promise<string> {
+  let cursor = (await feed(t, '?limit=1000')).next_cursor;
+  for (;;) {
+    const page = await feed(t, `?after=${cursor}&limit=1000`);
+    if (page.data.length === 0) return cursor;
+    cursor = page.next_cursor;
+  }
+}
+
 /** The store writers use: their own connections on PostgreSQL; the service's own on PGlite (one process). */
 async function writerStore(t: TestApp): Promise<{ db: Db; close(): Promise<void> }> {
   if (!t.environment.databaseUrl) return { db: t.app.store.db, close: async () => {} };
@@ -213,12 +223,7 @@ describe.each(backends)('the event feed on %s', (backend) => {
   });
 
   test('long-poll: answers with the new event within 100 ms of its commit', async () => {
-    let cursor = (await feed(t, '?limit=1000')).next_cursor;
-    for (;;) {
-      const page = await feed(t, `?after=${cursor}&limit=1000`);
-      if (page.data.length === 0) break;
-      cursor = page.next_cursor;
-    }
+    let cursor = await endOfFeed(t);
     const latencies: number[] = [];
     for (let i = 0; i < 20; i++) {
       const polling = t.request('GET', `/api/v1/events?after=${cursor}&wait=10`);
@@ -251,12 +256,7 @@ describe.each(backends)('the event feed on %s', (backend) => {
   });
 
   test('long-poll: an empty page when the wait ends; the cursor stays where it was', async () => {
-    let cursor = (await feed(t, '?limit=1000')).next_cursor;
-    for (;;) {
-      const page = await feed(t, `?after=${cursor}&limit=1000`);
-      if (page.data.length === 0) break;
-      cursor = page.next_cursor;
-    }
+    const cursor = await endOfFeed(t);
     const started = performance.now();
     const page = await feed(t, `?after=${cursor}&wait=1`);
     const elapsed = performance.now() - started;
@@ -266,12 +266,7 @@ describe.each(backends)('the event feed on %s', (backend) => {
   });
 
   test('after=now: one request to the end of the feed, then only what comes next', async () => {
-    let end = (await feed(t, '?limit=1000')).next_cursor;
-    for (;;) {
-      const page = await feed(t, `?after=${end}&limit=1000`);
-      if (page.data.length === 0) break;
-      end = page.next_cursor;
-    }
+    const end = await endOfFeed(t);
     expect(await feed(t, '?after=now')).toEqual({ data: [], next_cursor: end });
 
     // With a wait, it answers with the first event committed after the request, not before.

@@ -29,6 +29,7 @@ import {
   startRpcProxy,
 } from '../../../test/helpers/anvil.js';
 import { ZERO_BLOB, zeroBlobKzg } from '../../../test/helpers/kzg.js';
+import { waitFor } from '../../../test/helpers/process.js';
 import { UpstreamUnavailableError } from '../../errors.js';
 import { type LookupResult, TRANSACTION_FIELDS, type TransactionView } from '../../transactions/types.js';
 import { type Anvil, startAnvil } from './anvil.js';
@@ -325,7 +326,13 @@ describe('createEvmLookup on a real anvil chain', () => {
     expect(receipt.blobGasUsed).toBe(131_072n); // one blob: 2^17 blob gas
     expect(receipt.blobGasPrice).toBeGreaterThan(0n);
 
-    const { view } = await lookupOrFail(hash);
+    // anvil has answered getTransactionByHash from its pool for a moment after a blob
+    // transaction's receipt was there (once in CI, on Node 24): the lookup then rightly reports it
+    // pending. What is under test is the fee once the node shows it in its block.
+    const { view } = await waitFor(async () => {
+      const found = await lookupOrFail(hash);
+      return found.view.confirmedRound !== null ? found : undefined;
+    }, 'the node to report the blob transaction in its block');
     expect(view.fee).toBe(
       receipt.gasUsed * receipt.effectiveGasPrice + receipt.blobGasUsed! * receipt.blobGasPrice!,
     );
