@@ -9,6 +9,7 @@ import { TOKEN_REVOKED_CHANNEL } from './accounts/principal-cache.js';
 import { createAccounts, type IssuedToken } from './accounts/service.js';
 import type { Anchorer } from './anchor/anchorer.js';
 import { anchorStats } from './anchor/batches.js';
+import { REGISTRY_CHANGED_CHANNEL } from './anchor/leaves.js';
 import { anchorNetwork, startAnchorer, verifyAgainst } from './anchor/service.js';
 import { type BackfillFamily, backfillFamily } from './backfill/families.js';
 import { createBackfills } from './backfill/jobs.js';
@@ -320,7 +321,15 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       idempotency,
       callbacks: subscriptions,
       anchorNetwork: anchoredOn?.name,
+      rowCacheTtlMs: config.registryCacheTtlMs,
     });
+    if (config.roles.has('api') && config.registryCacheTtlMs > 0) {
+      // Revocations and anchoring (here or in another process) drop the registries kept in memory.
+      const stopRegistryListener = await store.listen(REGISTRY_CHANGED_CHANNEL, (id) =>
+        registries.onRegistryChanged(id),
+      );
+      steps.push({ name: 'registry change listener', stop: () => stopRegistryListener() });
+    }
     let anchorer: Anchorer | undefined;
     // One throttle for every backfill of this process, so together they stay within it.
     const backfillThrottle = createThrottle(config.backfill.requestsPerSecond);

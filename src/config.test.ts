@@ -112,19 +112,32 @@ describe('risk providers in the configuration', () => {
   });
 });
 
-describe('the token cache and the embedded database thread', () => {
-  test('defaults: principals cached for 1 s, PGlite on a worker thread', () => {
+describe('the token and registry caches and the embedded database thread', () => {
+  test('defaults: principals and registries kept for 1 s, PGlite on a worker thread', () => {
     const config = loadConfig({});
-    expect([config.authCacheTtlMs, config.pgliteWorker]).toEqual([1_000, true]);
+    expect([config.authCacheTtlMs, config.registryCacheTtlMs, config.pgliteWorker]).toEqual([
+      1_000,
+      1_000,
+      true,
+    ]);
   });
 
   test('read as given', () => {
-    const config = loadConfig({ LEDGERHOOK_AUTH_CACHE_TTL: '0s', LEDGERHOOK_PGLITE_WORKER: 'off' });
-    expect([config.authCacheTtlMs, config.pgliteWorker]).toEqual([0, false]);
+    const config = loadConfig({
+      LEDGERHOOK_AUTH_CACHE_TTL: '0s',
+      LEDGERHOOK_REGISTRY_CACHE_TTL: '30s',
+      LEDGERHOOK_PGLITE_WORKER: 'off',
+    });
+    expect([config.authCacheTtlMs, config.registryCacheTtlMs, config.pgliteWorker]).toEqual([
+      0,
+      30_000,
+      false,
+    ]);
   });
 
   test.each([
     ['LEDGERHOOK_AUTH_CACHE_TTL', '2m', /at most 60000 ms/],
+    ['LEDGERHOOK_REGISTRY_CACHE_TTL', '-1s', /LEDGERHOOK_REGISTRY_CACHE_TTL/],
     ['LEDGERHOOK_PGLITE_WORKER', 'yes please', /must be on or off/],
   ])('%s=%s is refused naming the variable', (variable, value, problem) => {
     expect(() => loadConfig({ [variable]: value })).toThrow(new RegExp(`^${variable} `));

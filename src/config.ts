@@ -55,6 +55,8 @@ export interface Config {
   passRateLimit: RateLimit | undefined;
   /** How long an API token's account is served from memory (0: read on every request). */
   authCacheTtlMs: number;
+  /** How long a registry read by id is served from memory (dropped at once on a change's NOTIFY). */
+  registryCacheTtlMs: number;
   /** A client must send a request's headers within this. */
   headersTimeoutMs: number;
   /** ... and the whole request, headers and body, within this. */
@@ -328,6 +330,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
       'LEDGERHOOK_PASS_RATE_LIMIT',
     ),
     authCacheTtlMs: readDuration(env, 'LEDGERHOOK_AUTH_CACHE_TTL', 1_000, 0, 60_000),
+    registryCacheTtlMs: readDuration(env, 'LEDGERHOOK_REGISTRY_CACHE_TTL', 1_000, 0, 60_000),
     headersTimeoutMs: readDuration(env, 'LEDGERHOOK_HEADERS_TIMEOUT', 10_000, 100, MAX_TIMEOUT_MS),
     requestTimeoutMs: readDuration(env, 'LEDGERHOOK_REQUEST_TIMEOUT', 30_000, 100, MAX_TIMEOUT_MS),
     dbQueryTimeoutMs: readDuration(env, 'LEDGERHOOK_DB_QUERY_TIMEOUT', 10_000, 100, MAX_TIMEOUT_MS),

@@ -7,6 +7,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { enqueueNotifications, newNotificationId } from '../notify/outbox.js';
 import type { Db } from '../store/db.js';
 import type { AnchorInclusion, SignedAnchorTx } from './chain.js';
+import { REGISTRY_CHANGED_CHANNEL } from './leaves.js';
 import { merkleRoot } from './merkle.js';
 import { anchorBatches, anchorLeaves, anchorTransactions } from './schema.js';
 
@@ -14,6 +15,9 @@ export type Batch = typeof anchorBatches.$inferSelect;
 export type AnchorTxRow = typeof anchorTransactions.$inferSelect;
 
 const ROWS_PER_UPDATE = 1_000;
+
+/** Tells every process, with the transaction, that registries' `anchor` may show something new. */
+const announceChange = (tx: Db) => tx.execute(sql`SELECT pg_notify(${REGISTRY_CHANGED_CHANNEL}, '')`);
 
 export function batchStore(db: Db, network: string) {
   return {
@@ -62,6 +66,7 @@ export function batchStore(db: Db, network: string) {
                 WHERE ${anchorLeaves.registryId} = v.registry_id`,
           );
         }
+        await announceChange(tx);
         return batch!;
       });
     },
@@ -156,6 +161,7 @@ export function batchStore(db: Db, network: string) {
           })
           .from(anchorLeaves)
           .where(and(eq(anchorLeaves.batchId, batch.id), sql`${anchorLeaves.subscriptionId} IS NOT NULL`));
+        await announceChange(tx);
         const anchoredAt = now.toISOString();
         await enqueueNotifications(
           tx,
@@ -191,10 +197,13 @@ export function batchStore(db: Db, network: string) {
 
     /** The anchored block moved (same transaction, another block of the new branch). */
     async moveAnchor(batchId: string, at: AnchorInclusion): Promise<void> {
-      await db
-        .update(anchorBatches)
-        .set({ blockNumber: at.blockNumber, blockHash: at.blockHash })
-        .where(eq(anchorBatches.id, batchId));
+      await db.transaction(async (tx) => {
+        await tx
+          .update(anchorBatches)
+          .set({ blockNumber: at.blockNumber, blockHash: at.blockHash })
+          .where(eq(anchorBatches.id, batchId));
+        await announceChange(tx);
+      });
     },
 
     /** The anchoring transaction left the chain: the batch is pending again and will be resent. */
@@ -208,9 +217,11 @@ export function batchStore(db: Db, network: string) {
           .update(anchorTransactions)
           .set({ state: 'dropped' })
           .where(eq(anchorTransactions.batchId, batch.id));
+        await announceChange(tx);
       });
     },
 
+    // Not announced: a final batch shows as the anchored one did (toAnchorView).
     async markFinal(batchId: string): Promise<void> {
       await db.update(anchorBatches).set({ state: 'final' }).where(eq(anchorBatches.id, batchId));
     },

@@ -65,6 +65,15 @@ export function toAnchorView(
   };
 }
 
+/**
+ * NOTIFY channel of changes to what `GET /api/v1/registry/{id}` shows, sent in the transaction that
+ * makes them, so every process drops the registry rows it keeps (src/registry/row-cache.ts). The
+ * payload is a registry's id (revoked), or empty when a batch was cut, anchored, moved or
+ * unanchored (any registry's `anchor` may have changed). One channel: a listener costs each process
+ * a connection of its own on PostgreSQL.
+ */
+export const REGISTRY_CHANGED_CHANNEL = 'ledgerhook_registry_changed';
+
 /** The columns {@link toAnchorView} reads, for a query that left-joins leaf and batch. */
 export const anchorColumns = {
   leaf: anchorLeaves.leaf,

@@ -19,7 +19,8 @@ async function create(t: TestApp, body: Record<string, unknown>, token?: string)
 describe.each(backends)('revoking a PASS on %s', (backend) => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await startTestApp(backend);
+    // Registries read by id are kept for a minute: a revocation must drop them itself.
+    t = await startTestApp(backend, { LEDGERHOOK_REGISTRY_CACHE_TTL: '1m' });
   });
   afterAll(async () => {
     await t?.close();
@@ -27,6 +28,8 @@ describe.each(backends)('revoking a PASS on %s', (backend) => {
 
   test('revoking a PASS sets revoked_at; revoking again answers the same', async () => {
     const id = await create(t, passBody());
+    const valid = await t.request('GET', `/api/v1/registry/${id}`);
+    expect((valid.body as { data: PassView }).data.revoked_at).toBeNull();
     const before = Date.now();
     const revoked = await t.request('POST', `/api/v1/registry/${id}/revoke`);
     expect(revoked.status, revoked.text).toBe(200);

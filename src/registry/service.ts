@@ -2,7 +2,14 @@ import { and, asc, count, desc, eq, gt, isNull, lt, type SQL, sql } from 'drizzl
 import { v7 as uuidv7 } from 'uuid';
 import { accounts } from '../accounts/schema.js';
 import { anchoredDocument, leafOf, newSalt } from '../anchor/leaf.js';
-import { type AnchorView, anchorColumns, leafJoin, recordLeaf, toAnchorView } from '../anchor/leaves.js';
+import {
+  type AnchorView,
+  anchorColumns,
+  leafJoin,
+  REGISTRY_CHANGED_CHANNEL,
+  recordLeaf,
+  toAnchorView,
+} from '../anchor/leaves.js';
 import { createProofs } from '../anchor/proofs.js';
 import type { Receipt } from '../anchor/receipt.js';
 import { anchorLeaves } from '../anchor/schema.js';
@@ -15,6 +22,7 @@ import type { Db } from '../store/db.js';
 import { createReadBatches } from '../store/read-batches.js';
 import { createBatches } from './create-batches.js';
 import { isHttpUrl, validateMetadata } from './metadata.js';
+import { createRegistryRowCache } from './row-cache.js';
 import { folders, type MetadataItem, registries } from './schema.js';
 
 export type Template = 'STORAGE' | 'PASS';
@@ -94,6 +102,8 @@ export function createRegistries(deps: {
   callbacks: RegistryCallbacks;
   /** The network registries are anchored on; undefined while anchoring is off. */
   anchorNetwork?: string;
+  /** How long a registry read by id is served from memory (row-cache.ts); 0 reads every time. */
+  rowCacheTtlMs?: number;
   now?: () => Date;
 }) {
   const { db, envelope, idempotency, callbacks } = deps;
@@ -157,6 +167,16 @@ export function createRegistries(deps: {
     read: (keys: { accountId: string; id: string }[]) => selectMany.execute({ ids: keys.map((k) => k.id) }),
     // The account is compared here, not in SQL: a registry of another account is not found.
     matches: (key, row) => row.registry.id === key.id && row.registry.accountId === key.accountId,
+  });
+  type Row = NonNullable<Awaited<ReturnType<typeof reads.get>>>;
+  const rows = createRegistryRowCache<Row>({
+    ttlMs: deps.rowCacheTtlMs ?? 1_000,
+    costOf: ({ registry: r }) =>
+      r.title.length +
+      (r.description?.length ?? 0) +
+      (r.metadata ? JSON.stringify(r.metadata).length : 0) +
+      (r.ciphertext?.length ?? 0) +
+      512,
   });
 
   function validate(input: CreateRegistryInput): void {
@@ -316,6 +336,7 @@ export function createRegistries(deps: {
         ),
       )
       .returning();
+    if (row) await tx.execute(sql`SELECT pg_notify(${REGISTRY_CHANGED_CHANNEL}, ${row.id})`);
     if (!row) {
       const [existing] = await tx
         .select({ template: registries.template })
@@ -364,6 +385,8 @@ export function createRegistries(deps: {
   async function revoke(accountId: string, id: string): Promise<RegistryView> {
     if (!isUuid(id)) throw new NotFoundError(`No registry with id ${id}`);
     await db.transaction((tx) => markRevoked(tx, accountId, id));
+    // Other processes drop it on the NOTIFY; this one at once, so its next get shows the revocation.
+    rows.forget(id.toLowerCase());
     const [row] = await selectWithAnchor().where(
       and(eq(registries.accountId, accountId), eq(registries.id, id)),
     );
@@ -436,10 +459,27 @@ export function createRegistries(deps: {
     },
 
     async get(accountId: string, id: string): Promise<RegistryView> {
+      if (!isUuid(id)) throw new NotFoundError(`No registry with id ${id}`);
       // PostgreSQL reads a UUID in any case and gives it back in lower case.
-      const row = isUuid(id) ? await reads.get({ accountId, id: id.toLowerCase() }) : undefined;
-      if (!row) throw new NotFoundError(`No registry with id ${id}`);
+      const key = id.toLowerCase();
+      let row = rows.get(key);
+      if (row === undefined) {
+        const generation = rows.generation();
+        row = await reads.get({ accountId, id: key });
+        if (row) rows.set(key, row, generation);
+      }
+      // A cached row of another account's registry is not found, as the read would not find it.
+      if (!row || row.registry.accountId !== accountId) throw new NotFoundError(`No registry with id ${id}`);
       return toView(row.registry, row.anchor);
+    },
+
+    /**
+     * What arrives on REGISTRY_CHANGED_CHANNEL: a changed registry's id; '' when anchoring changed
+     * (any registry); nothing after the listener reconnected (anything may have changed meanwhile).
+     */
+    onRegistryChanged(id?: string): void {
+      if (id) rows.forget(id);
+      else rows.clear();
     },
 
     /** The receipt proving the registry's leaf is anchored (409 while it is not yet). */

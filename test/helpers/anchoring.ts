@@ -48,6 +48,9 @@ export function anchoringEnv(
     // The tests create a thousand registries and poll their list, faster than the account limit
     // allows now that requests are cheap; the limit has tests of its own.
     LEDGERHOOK_RATE_LIMIT: 'off',
+    // Registries read by id are kept for a minute: every anchoring change a test waits to see must
+    // reach the reads by its NOTIFY.
+    LEDGERHOOK_REGISTRY_CACHE_TTL: '1m',
     ...extra,
   };
 }
