@@ -44,7 +44,8 @@ const BOOTSTRAP_LOCK_KEY = 7_461_002;
 const LAST_USED_RESOLUTION_MS = 60_000;
 
 export function hashToken(token: string): string {
-  return crypto.createHash('sha256').update(token).digest('hex');
+  // One-shot: a third of createHash's cost, paid by every authenticated request.
+  return crypto.hash('sha256', token, 'hex');
 }
 
 function newToken(): string {

@@ -266,11 +266,27 @@ export function createMetrics() {
       },
     },
     instrument(app: FastifyInstance): void {
+      // The children of each label set, found by one string: prom-client hashes a labels object
+      // on every call otherwise, a few per cent of a cheap request's CPU (bench/README.md).
+      const series = new Map<string, { requests: { inc(): void }; duration: { observe(v: number): void } }>();
       app.addHook('onResponse', async (request, reply) => {
         // The route pattern, not the raw URL, keeps the label set small.
         const route = request.routeOptions.url ?? 'unmatched';
-        requests.inc({ method: request.method, route, status_code: String(reply.statusCode) });
-        duration.observe({ method: request.method, route }, reply.elapsedTime / 1000);
+        const key = `${request.method} ${reply.statusCode} ${route}`;
+        let found = series.get(key);
+        if (!found) {
+          found = {
+            requests: requests.labels({
+              method: request.method,
+              route,
+              status_code: String(reply.statusCode),
+            }),
+            duration: duration.labels({ method: request.method, route }),
+          };
+          series.set(key, found);
+        }
+        found.requests.inc();
+        found.duration.observe(reply.elapsedTime / 1000);
       });
     },
   };

@@ -25,16 +25,20 @@ function buildAjv(options: Options): Ajv {
  * parser (json-body.ts).
  */
 function unstorableText(data: unknown): ErrorObject[] {
-  if (data === null || typeof data !== 'object') return [];
-  const errors: ErrorObject[] = [];
-  for (const [name, value] of Object.entries(data)) {
-    const texts = (Array.isArray(value) ? value : [value]).filter((v) => typeof v === 'string');
-    const message = texts.some((v) => v.includes('\u0000'))
-      ? 'must not contain a NUL character (%00)'
-      : texts.some((v) => !v.isWellFormed())
-        ? 'must not contain an unpaired UTF-16 surrogate'
-        : undefined;
-    if (message)
+  if (data === null || typeof data !== 'object') return NO_ERRORS;
+  let errors: ErrorObject[] | undefined;
+  // Plain loops: this runs on every request's parameters, mostly clean ones.
+  for (const name of Object.keys(data)) {
+    const value = (data as Record<string, unknown>)[name];
+    const message = Array.isArray(value)
+      ? value.some((v) => textProblem(v) === NUL)
+        ? NUL
+        : value.some((v) => textProblem(v) === SURROGATE)
+          ? SURROGATE
+          : undefined
+      : textProblem(value);
+    if (message) {
+      errors ??= [];
       errors.push({
         instancePath: `/${escapePointerToken(name)}`,
         schemaPath: '#',
@@ -42,8 +46,19 @@ function unstorableText(data: unknown): ErrorObject[] {
         params: {},
         message,
       });
+    }
   }
-  return errors;
+  return errors ?? NO_ERRORS;
+}
+
+const NO_ERRORS: ErrorObject[] = [];
+const NUL = 'must not contain a NUL character (%00)';
+const SURROGATE = 'must not contain an unpaired UTF-16 surrogate';
+
+function textProblem(value: unknown): string | undefined {
+  if (typeof value !== 'string') return undefined;
+  if (value.includes('\u0000')) return NUL;
+  return value.isWellFormed() ? undefined : SURROGATE;
 }
 
 /** Runs `validate` only on text that can be stored; reports the same way ajv does. */
