@@ -371,6 +371,41 @@ async function benchHello(options: Options, label: string): Promise<Row> {
   }
 }
 
+/**
+ * The floor under create on PostgreSQL (bench/bare-create.ts): fastify and node-postgres writing the
+ * same rows with the same statement, one create per statement, and none of Ledgerhook's work. What
+ * no create of ours can beat on this machine: its distance to the target is not in our code.
+ */
+async function benchCreateFloor(options: Options, databaseUrl: string): Promise<Row> {
+  const port = await freePort();
+  const server = startServer(
+    'create floor server',
+    ['bench/bare-create.ts'],
+    cleanEnv({
+      PORT: String(port),
+      LOG_LEVEL: options.logLevel,
+      EXIT_WITH_STDIN: '1',
+      DATABASE_URL: databaseUrl,
+    }),
+  );
+  try {
+    const base = `http://127.0.0.1:${port}`;
+    await waitUntilServing(server, `${base}/`);
+    const target: Target = {
+      label: 'create floor: fastify + pg alone',
+      url: `${base}/api/v1/registry/create`,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: CREATE_BODY,
+      expectStatus: 201,
+    };
+    await preflight(target);
+    return await measure(target, options, server);
+  } finally {
+    await stopServer(server);
+  }
+}
+
 /** Variables of the bench's own environment that would change anchoring (or the networks) of a run. */
 const ANCHOR_VARIABLES = [
   'LEDGERHOOK_CONFIG',
@@ -910,7 +945,8 @@ function formatRows(rows: Row[], reference: Row): string {
 async function main(): Promise<void> {
   const options = readOptions();
   const backendWanted = options.databaseUrl ? `postgres (${redact(options.databaseUrl)})` : 'pglite';
-  const estimate = (options.anchoring ? 8 : 6) * (options.warmup + options.duration);
+  const estimate =
+    ((options.anchoring ? 8 : 6) + (options.databaseUrl ? 1 : 0)) * (options.warmup + options.duration);
   process.stdout.write(
     `bench:api: ${backendWanted}; ${options.connections} connections, ${options.warmup} s warm-up + ${options.duration} s measured per route (~${estimate} s of load, ` +
       `more when create needs a longer warm-up to make a batch due mid-run); ${machineLine()}\n`,
@@ -936,11 +972,17 @@ async function main(): Promise<void> {
       : undefined,
   );
   const create = rows[0]!;
+  const floor = options.databaseUrl ? await benchCreateFloor(options, options.databaseUrl) : undefined;
   const after = await benchHello(options, 'hello-world (after)');
   const hello = combine('hello-world (reference)', before, after);
   const spread = Math.abs(before.reqPerSec - after.reqPerSec) / hello.reqPerSec;
   const createSpread = Math.abs(createBefore.reqPerSec - createAfter.reqPerSec) / create.reqPerSec;
-  const all = [hello, ...rows, ...(anchoringRuns ? [anchoringRuns.twin, anchoringRuns.anchoring.row] : [])];
+  const all = [
+    hello,
+    ...rows,
+    ...(floor ? [floor] : []),
+    ...(anchoringRuns ? [anchoringRuns.twin, anchoringRuns.anchoring.row] : []),
+  ];
   const unexpected = all.filter((r) => r.unexpectedTotal > 0);
   process.stdout.write(
     [
@@ -952,6 +994,12 @@ async function main(): Promise<void> {
         `spread ${(spread * 100).toFixed(0)}%${spread > 0.15 ? ': the machine was busy, treat the ratios as rough' : ''}`,
       `registry create: mean of the runs before (${Math.round(createBefore.reqPerSec)} req/s) and after (${Math.round(createAfter.reqPerSec)} req/s) ` +
         `${anchoringRuns ? 'the two servers below' : 'the other routes'}, spread ${(createSpread * 100).toFixed(0)}%`,
+      ...(floor
+        ? [
+            `create floor: the same rows written by fastify + pg alone, a statement per create (bench/bare-create.ts): ` +
+              `registry create is ${((create.reqPerSec / floor.reqPerSec) * 100).toFixed(0)}% of it`,
+          ]
+        : []),
       ...(anchoringRuns
         ? formatAnchoring(anchoringRuns, create, options)
         : ['anchoring cost: not measured (--no-anchoring)']),
