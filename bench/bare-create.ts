@@ -6,6 +6,7 @@
 import crypto from 'node:crypto';
 import Fastify from 'fastify';
 import pg from 'pg';
+import { exitWhenStopped } from './child-server.js';
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
 const accountId = crypto.randomUUID();
@@ -69,19 +70,4 @@ app.post('/api/v1/registry/create', async (request, reply) => {
 const url = await app.listen({ host: process.env.HOST || '127.0.0.1', port: Number(process.env.PORT || 0) });
 process.stdout.write(`${JSON.stringify({ msg: 'create floor is serving', url })}\n`);
 
-const stop = () => {
-  app
-    .close()
-    .then(() => pool.end())
-    .then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-};
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
-// Started by bench/api.ts with a stdin pipe: when that process dies, so does this one.
-if (process.env.EXIT_WITH_STDIN === '1') {
-  process.stdin.on('end', stop);
-  process.stdin.resume();
-}
+exitWhenStopped(() => app.close().then(() => pool.end()));

@@ -1,6 +1,7 @@
 // The reference server for bench/api.ts: fastify's hello world, configured like Ledgerhook's HTTP
 // server (same fastify, same loader, same logger level), listening on HOST:PORT (PORT=0 picks one).
 import Fastify from 'fastify';
+import { exitWhenStopped } from './child-server.js';
 
 const app = Fastify({ logger: { level: process.env.LOG_LEVEL || 'warn' } });
 app.get('/', async () => ({ hello: 'world' }));
@@ -11,16 +12,4 @@ const url = await app.listen({
 });
 process.stdout.write(`${JSON.stringify({ msg: 'hello-world is serving', url })}\n`);
 
-const stop = () => {
-  app.close().then(
-    () => process.exit(0),
-    () => process.exit(1),
-  );
-};
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
-// Started by bench/api.ts with a stdin pipe: when that process dies, so does this one.
-if (process.env.EXIT_WITH_STDIN === '1') {
-  process.stdin.on('end', stop);
-  process.stdin.resume();
-}
+exitWhenStopped(() => app.close());
