@@ -73,23 +73,25 @@ export async function sequencePass(db: Db, batch = 2_000): Promise<SequencedPass
     // A statement of its own, after the lock: in READ COMMITTED its snapshot is taken now, so it
     // sees every earlier pass (in the lock's statement it might not). Under a stricter isolation
     // the primary key on seq turns a stale maximum into an error and a retry, never a duplicate.
+    // Rows are found by index alone (the queue's order, then ids as arrays): a join here let the
+    // planner hash the whole outbox on every pass (bench/README, "The feed's sequencer").
     const [row] = rowsOf<{ taken: number | string; sequenced: number | string; accounts: string | null }>(
       await tx.execute(sql`
         WITH next AS (
-          SELECT q.notification_id AS id FROM feed_queue q JOIN notifications n ON n.id = q.notification_id
-          ORDER BY n.created_at, n.id
+          SELECT notification_id AS id FROM feed_queue
+          ORDER BY created_at, notification_id
           LIMIT ${batch}
         ),
         taken AS (
-          DELETE FROM feed_queue q USING next WHERE q.notification_id = next.id
-          RETURNING q.notification_id AS id
+          DELETE FROM feed_queue WHERE notification_id = ANY(ARRAY(SELECT id FROM next))
+          RETURNING notification_id AS id
         ),
         top AS (SELECT coalesce(max(seq), 0) AS seq FROM feed_events),
         added AS (
           INSERT INTO feed_events (seq, notification_id, account_id, subscription_id)
           SELECT top.seq + row_number() OVER (ORDER BY n.created_at, n.id), n.id, n.account_id, n.subscription_id
-          FROM taken JOIN notifications n ON n.id = taken.id CROSS JOIN top
-          WHERE n.state IN ${FEED_STATES}
+          FROM notifications n CROSS JOIN top
+          WHERE n.id = ANY(ARRAY(SELECT id FROM taken)) AND n.state IN ${FEED_STATES}
           RETURNING account_id
         )
         SELECT (SELECT count(*) FROM taken) AS taken, (SELECT count(*) FROM added) AS sequenced,

@@ -78,7 +78,10 @@ export async function enqueueNotifications(
   // Held notifications enter the event feed when released, as they are sent only then.
   const held = new Set(items.filter((n) => n.state === 'held').map((n) => n.id));
   const queued = held.size === 0 ? inserted : inserted.filter((id) => !held.has(id));
-  await queueForFeed(tx, queued);
+  await queueForFeed(
+    tx,
+    queued.map((id) => ({ id, createdAt: now })),
+  );
   // Wakes dispatchers, and the feed's sequencer (a failed one, for a disabled subscription, is in the feed too).
   if (queued.length > 0) await signalOutbox(tx);
   return inserted;
@@ -86,13 +89,21 @@ export async function enqueueNotifications(
 
 /**
  * Within the producer's transaction: these notifications take their place in the event feed
- * (see feed.ts) once it commits.
+ * (see feed.ts) once it commits, in the order of their `createdAt` (the notification's own).
  */
-export async function queueForFeed(tx: Db, notificationIds: string[]): Promise<void> {
-  if (notificationIds.length === 0) return;
+export async function queueForFeed(tx: Db, entries: readonly FeedEntry[]): Promise<void> {
+  if (entries.length === 0) return;
   await tx.execute(sql`
-    INSERT INTO feed_queue (notification_id)
-    SELECT unnest(${sql.param(notificationIds)}::uuid[]) ON CONFLICT DO NOTHING`);
+    INSERT INTO feed_queue (notification_id, created_at)
+    SELECT * FROM unnest(${sql.param(entries.map((e) => e.id))}::uuid[],
+                         ${sql.param(entries.map((e) => e.createdAt.toISOString()))}::timestamptz[])
+    ON CONFLICT DO NOTHING`);
+}
+
+/** A notification entering the event feed, and when it was created. */
+export interface FeedEntry {
+  id: string;
+  createdAt: Date;
 }
 
 /** Wakes dispatchers in every process when the caller's transaction commits. */

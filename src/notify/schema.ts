@@ -88,9 +88,18 @@ export const deliveryAttempts = pgTable(
  * foreign keys here: their checks would lock outbox rows, and the sequencer must never wait on a
  * row lock while it holds the feed's lock (a reorganisation takes that lock holding row locks).
  */
-export const feedQueue = pgTable('feed_queue', {
-  notificationId: uuid('notification_id').primaryKey(),
-});
+export const feedQueue = pgTable(
+  'feed_queue',
+  {
+    notificationId: uuid('notification_id').primaryKey(),
+    /**
+     * The notification's own created_at, copied so a pass takes the oldest entries by an index
+     * range read instead of joining the whole queue with the outbox and sorting it.
+     */
+    createdAt: at('created_at').notNull(),
+  },
+  (t) => [index('feed_queue_order_idx').on(t.createdAt, t.notificationId)],
+);
 
 /**
  * The event feed: each notification's place in one total order, assigned after its transaction

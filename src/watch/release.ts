@@ -41,13 +41,10 @@ export function createReleaser(network: string) {
             lt(notifications.releaseHeight, head + 1),
           ),
         )
-        .returning({ id: notifications.id });
+        .returning({ id: notifications.id, createdAt: notifications.createdAt });
       if (released.length > 0) {
         // Sent from now on, so readable through the event feed too.
-        await queueForFeed(
-          tx,
-          released.map((r) => r.id),
-        );
+        await queueForFeed(tx, released);
         await signalOutbox(tx);
       }
       const [left] = await tx
