@@ -478,16 +478,18 @@ export function createDispatcher(options: DispatcherOptions) {
           locked_until = NULL
         FROM v, subscriptions s
         WHERE n.id = v.id AND s.id = n.subscription_id AND n.locked_by = ${workerId}
-        RETURNING n.id
+        RETURNING n.id, v.counted, v.attempt_id, v.attempt_number, v.trigger, v.started_at, v.duration_ms,
+          v.status_code, v.error, v.response_body, v.outcome, v.delay_ms
       ),
+      -- From the updated rows themselves: matching them back to v was a nested loop over both.
       ins AS (
         INSERT INTO delivery_attempts (id, notification_id, attempt_number, trigger, started_at, duration_ms,
                                        status_code, error, response_body, outcome, next_attempt_at)
-        SELECT v.attempt_id, v.id, v.attempt_number, v.trigger, v.started_at, v.duration_ms, v.status_code,
-               v.error, v.response_body, v.outcome,
-               CASE WHEN v.delay_ms IS NULL THEN NULL ELSE now() + v.delay_ms * interval '1 millisecond' END
-        FROM v
-        WHERE v.counted = 1 AND v.id IN (SELECT id FROM upd)
+        SELECT u.attempt_id, u.id, u.attempt_number, u.trigger, u.started_at, u.duration_ms, u.status_code,
+               u.error, u.response_body, u.outcome,
+               CASE WHEN u.delay_ms IS NULL THEN NULL ELSE now() + u.delay_ms * interval '1 millisecond' END
+        FROM upd u
+        WHERE u.counted = 1
         RETURNING 1
       ),
       healthy AS (
