@@ -45,12 +45,16 @@ async function tipOf(network: Network): Promise<number> {
 }
 
 export function networkReader(network: Network): AnchorReader {
+  // Built at the first transaction read, then kept: a lookup remembers what never changes (the
+  // chain's genesis and id) instead of asking the node again for every receipt.
+  let lookup: ReturnType<typeof lookupFor> | undefined;
   return {
     async transaction(txId) {
       const wellFormed =
         network.family === 'evm' ? isEvmTxId(txId) : network.family === 'algorand' && isAlgorandTxId(txId);
       if (!wellFormed) return undefined;
-      const found = await lookupFor(network)(txId);
+      lookup ??= lookupFor(network);
+      const found = await lookup(txId);
       if (found === undefined) return undefined;
       const { view } = found;
       return {
@@ -60,5 +64,34 @@ export function networkReader(network: Network): AnchorReader {
       };
     },
     tip: () => tipOf(network),
+  };
+}
+
+/**
+ * For one run over many receipts (`ledgerhook verify` of a folder): each transaction and the tip
+ * are read once, as receipts of one batch name the same transaction. A failed read is not kept.
+ */
+export function readOnce(reader: AnchorReader): AnchorReader {
+  const transactions = new Map<string, ReturnType<AnchorReader['transaction']>>();
+  let tip: Promise<number> | undefined;
+  const kept = <T>(promise: Promise<T>, forget: () => void) => {
+    promise.catch(forget);
+    return promise;
+  };
+  return {
+    transaction(txId) {
+      let read = transactions.get(txId);
+      if (!read) {
+        read = kept(reader.transaction(txId), () => transactions.delete(txId));
+        transactions.set(txId, read);
+      }
+      return read;
+    },
+    tip() {
+      tip ??= kept(reader.tip(), () => {
+        tip = undefined;
+      });
+      return tip;
+    },
   };
 }

@@ -14,7 +14,7 @@ import { type Anchorer, createAnchorer } from './anchorer.js';
 import type { AnchorChain } from './chain.js';
 import { ANCHOR_FAMILY, networkReader } from './reader.js';
 import type { Receipt } from './receipt.js';
-import { type Verification, verifyReceipt } from './verify.js';
+import { type AnchorReader, type Verification, verifyReceipt } from './verify.js';
 
 /** How often the anchorer looks at the chain while a batch is in flight. */
 const ANCHOR_POLL_MS = 1_000;
@@ -99,6 +99,9 @@ export function startAnchorer(deps: {
   return anchorer;
 }
 
+/** A reader per configured network, kept so that its lookup's client and chain identity are reused. */
+const readers = new WeakMap<Network, AnchorReader>();
+
 /** Checks a receipt against this service's node for the network it names. */
 export async function verifyAgainst(
   networks: NetworkCatalog,
@@ -121,8 +124,13 @@ export async function verifyAgainst(
       ],
     };
   }
+  let reader = readers.get(network);
+  if (!reader) {
+    reader = networkReader(network);
+    readers.set(network, reader);
+  }
   try {
-    return await verifyReceipt(receipt, content, networkReader(network));
+    return await verifyReceipt(receipt, content, reader);
   } catch (err) {
     // As transaction lookup says it: which network's node failed, not the node's address.
     throw err instanceof UpstreamUnavailableError ? clientFacing(err, network) : err;

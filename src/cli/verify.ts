@@ -3,7 +3,7 @@
  * service, database or configuration of ours, so that a receipt's holder need not trust us.
  */
 import fs from 'node:fs';
-import { ANCHOR_FAMILY, networkReader } from '../anchor/reader.js';
+import { ANCHOR_FAMILY, networkReader, readOnce } from '../anchor/reader.js';
 import { parseReceipt } from '../anchor/receipt-schema.js';
 import { verifyReceipt } from '../anchor/verify.js';
 import type { Network } from '../chains/networks.js';
@@ -65,6 +65,8 @@ export async function runVerify(
   }
   const content = options.content === undefined ? undefined : readJson(options.content, 'content');
   let failed = 0;
+  // One reader per network named by the receipts, each reading a transaction once for the run.
+  const readers = new Map<string, ReturnType<typeof readOnce>>();
   for (const file of files) {
     const parsed = parseReceipt(readJson(file, 'receipt'));
     if ('errors' in parsed) {
@@ -76,8 +78,14 @@ export async function runVerify(
     }
     const { receipt } = parsed;
     const anchor = receipt.anchors[0]!;
-    const network = nodeNetwork(anchor.network, ANCHOR_FAMILY[anchor.type], options.rpc, options.indexer);
-    const result = await verifyReceipt(receipt, content, networkReader(network));
+    const key = `${anchor.type}:${anchor.network}`;
+    let reader = readers.get(key);
+    if (!reader) {
+      const network = nodeNetwork(anchor.network, ANCHOR_FAMILY[anchor.type], options.rpc, options.indexer);
+      reader = readOnce(networkReader(network));
+      readers.set(key, reader);
+    }
+    const result = await verifyReceipt(receipt, content, reader);
     if (result.verified) {
       const checked = result.checks.content ? ', content matches' : '';
       out(
