@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { PGlite } from '@electric-sql/pglite';
+import { PGlite, type QueryOptions, type Transaction } from '@electric-sql/pglite';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
@@ -9,6 +9,7 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import pg from 'pg';
 import { packageRoot, runningFromSources } from '../shared/package-root.js';
+import { createPlanCache, type PgliteTarget } from './pglite-plans.js';
 import type { PgliteReply, PgliteRequest } from './pglite-worker.js';
 import * as tables from './tables.js';
 import { QueryTimeoutError } from './unavailable.js';
@@ -82,7 +83,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
 async function openPglite(dir: string): Promise<Store> {
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   const client = await PGlite.create(dir);
-  const db = drizzlePglite(client, { schema: tables }) as unknown as Db;
+  const db = drizzlePglite(withPlanCache(client), { schema: tables }) as unknown as Db;
   return {
     kind: 'pglite',
     db,
@@ -105,6 +106,30 @@ async function openPglite(dir: string): Promise<Store> {
       if (!client.closed) await client.close();
     },
   };
+}
+
+/**
+ * The client drizzle talks to in this thread: PGlite whose queries, and its transactions' queries,
+ * go through the plan cache (pglite-plans.ts), as they do on the worker thread.
+ */
+function withPlanCache(client: PGlite): PGlite {
+  const plans = createPlanCache({
+    serializers: client.serializers as Record<number, (value: unknown) => string>,
+  });
+  const through = <T extends PgliteTarget>(target: T, inTransaction: boolean): T =>
+    new Proxy(target, {
+      get(object, key, receiver) {
+        if (key === 'query')
+          return (text: string, params: unknown[] = [], options: QueryOptions = {}) =>
+            plans.query(object, text, params, options, inTransaction);
+        if (key === 'transaction' && !inTransaction)
+          return <R>(run: (tx: Transaction) => Promise<R>) =>
+            client.transaction((tx) => run(through(tx, true)));
+        const value = Reflect.get(object, key, receiver);
+        return typeof value === 'function' ? value.bind(object) : value;
+      },
+    });
+  return through(client, false);
 }
 
 /** What the worker answers when it is gone: the database is unavailable (503), never a hang. */

@@ -6,6 +6,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
+import { createPlanCache } from './pglite-plans.js';
 
 export type PgliteRequest = { id: number } & (
   | {
@@ -47,6 +48,9 @@ async function serve(): Promise<void> {
   const port = parentPort;
   if (!port) throw new Error('pglite-worker runs as a worker thread');
   const db = await PGlite.create(workerData.dir as string);
+  const plans = createPlanCache({
+    serializers: db.serializers as Record<number, (value: unknown) => string>,
+  });
   const open = new Map<number, { tx: Transaction; finish: (commit: boolean) => void; done: Promise<void> }>();
   const unlisten = new Map<string, () => Promise<void>>();
   let nextTx = 1;
@@ -62,10 +66,13 @@ async function serve(): Promise<void> {
     switch (request.op) {
       case 'query': {
         const parsers = Object.fromEntries((request.textTypes ?? []).map((oid) => [oid, (v: string) => v]));
-        const result = await target(request.tx).query(request.text, request.params ?? [], {
-          rowMode: request.rowMode ?? 'object',
-          parsers,
-        });
+        const result = await plans.query(
+          target(request.tx),
+          request.text,
+          request.params ?? [],
+          { rowMode: request.rowMode ?? 'object', parsers },
+          request.tx !== undefined,
+        );
         return { rows: result.rows, fields: result.fields, affectedRows: result.affectedRows };
       }
       case 'exec':
