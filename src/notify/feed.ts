@@ -80,7 +80,7 @@ export async function sequencePass(db: Db, batch = 2_000): Promise<SequencedPass
         WITH next AS (
           SELECT notification_id AS id FROM feed_queue
           ORDER BY created_at, notification_id
-          LIMIT ${batch}
+          LIMIT ${sql.raw(String(Math.trunc(batch)))} -- written in, not bound: see claim() in dispatcher.ts
         ),
         taken AS (
           DELETE FROM feed_queue WHERE notification_id = ANY(ARRAY(SELECT id FROM next))
