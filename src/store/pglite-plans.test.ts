@@ -104,10 +104,10 @@ describe('PGlite statements planned once (pglite-plans)', () => {
     await db.transaction(async (tx) => {
       // Used twice more in a transaction: the second PREPARE attempt is under a savepoint, and the
       // insert after it commits.
-      await plans.query(tx, 'SELECT $1::int + 1 AS x', [1], {}, true);
-      expect((await plans.query<{ x: number }>(tx, 'SELECT $1::int + 1 AS x', [41], {}, true)).rows).toEqual([
-        { x: 42 },
-      ]);
+      // Ending in a comment, which must not hide what follows the PREPARE.
+      const commented = 'SELECT $1::int + 1 AS x -- the answer';
+      await plans.query(tx, commented, [1], {}, true);
+      expect((await plans.query<{ x: number }>(tx, commented, [41], {}, true)).rows).toEqual([{ x: 42 }]);
       await plans.query(tx, INSERT, [id, 'kept', null, null, null, null, null], {}, true);
     });
     expect((await db.query('SELECT label FROM t WHERE id = $1', [id])).rows).toEqual([{ label: 'kept' }]);

@@ -57,7 +57,8 @@ export function createPlanCache(options: {
     try {
       if (inTransaction) {
         try {
-          await target.exec(`SAVEPOINT lh_plan; PREPARE ${name} AS ${text}; RELEASE SAVEPOINT lh_plan`);
+          // A newline after the text: one ending in a -- comment must not swallow the release.
+          await target.exec(`SAVEPOINT lh_plan; PREPARE ${name} AS ${text}\n; RELEASE SAVEPOINT lh_plan`);
         } catch (err) {
           await target.exec('ROLLBACK TO SAVEPOINT lh_plan; RELEASE SAVEPOINT lh_plan');
           throw err;
