@@ -6,7 +6,7 @@ import type { Dispatcher } from 'undici';
 import { v7 as uuidv7 } from 'uuid';
 import type { Envelope, Sealed } from '../secrets/envelope.js';
 import { createSleeper } from '../shared/sleeper.js';
-import type { Db, Store } from '../store/db.js';
+import { type Db, limitOf, type Store } from '../store/db.js';
 import { dispatchPost, type PostInFlight, postTarget } from './http-post.js';
 import { OUTBOX_CHANNEL } from './outbox.js';
 import { parseRetryAfter, type RetryPolicy } from './retry-policy.js';
@@ -244,11 +244,6 @@ export function createDispatcher(options: DispatcherOptions) {
     }
   }
 
-  /**
-   * The limit is written into the statement rather than bound: with it bound, PostgreSQL keeps
-   * planning the statement afresh every time even once prepared (a generic plan's row estimate for
-   * an unknown LIMIT loses to the custom one), and planning was 17-20 µs per claimed row on PGlite.
-   */
   async function claim(limit: number): Promise<Job[]> {
     const result = await db.execute(sql`
       WITH due AS (
@@ -256,7 +251,7 @@ export function createDispatcher(options: DispatcherOptions) {
         WHERE state = 'pending' AND next_attempt_at <= now()
           AND (locked_until IS NULL OR locked_until < now())
         ORDER BY next_attempt_at
-        LIMIT ${sql.raw(String(Math.trunc(limit)))}
+        ${limitOf(limit)}
         FOR UPDATE SKIP LOCKED
       )
       UPDATE notifications n

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { createSleeper } from '../shared/sleeper.js';
-import type { Db, Store } from '../store/db.js';
+import { type Db, limitOf, type Store } from '../store/db.js';
 import { OUTBOX_CHANNEL } from './outbox.js';
 
 /**
@@ -80,7 +80,7 @@ export async function sequencePass(db: Db, batch = 2_000): Promise<SequencedPass
         WITH next AS (
           SELECT notification_id AS id FROM feed_queue
           ORDER BY created_at, notification_id
-          LIMIT ${sql.raw(String(Math.trunc(batch)))} -- written in, not bound: see claim() in dispatcher.ts
+          ${limitOf(batch)}
         ),
         taken AS (
           DELETE FROM feed_queue WHERE notification_id = ANY(ARRAY(SELECT id FROM next))

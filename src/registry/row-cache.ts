@@ -8,10 +8,11 @@ import { createTtlCache, type TtlCache } from '../shared/ttl-cache.js';
  * A registry's row changes only when it is revoked, and what its anchor columns show when its
  * batch is cut, anchored, moved or unanchored. Each of those commits with a NOTIFY
  * (REGISTRY_CHANGED_CHANNEL) that reaches every process sharing the database, which calls `forget`
- * (revocation, one id) or `clear` (anchoring, every row; src/shared/ttl-cache.ts); a revoking process also forgets the row
+ * (revocation, one id) or `clear` (anchoring, every row); a revoking process also forgets the row
  * itself after the commit, so its answer and its next read show it. The TTL bounds how long a
- * change goes unseen when its NOTIFY was lost (a listener reconnecting clears everything too). Rows are kept as read, sealed content still sealed:
- * plaintext of an encrypted registry is not held longer than a request.
+ * change goes unseen when its NOTIFY was lost (a listener reconnecting clears everything too).
+ * Rows are kept as read, sealed content still sealed: plaintext of an encrypted registry is not
+ * held longer than a request. The cache itself is src/shared/ttl-cache.ts.
  */
 export function createRegistryRowCache<R>(options: {
   ttlMs: number;

@@ -6,7 +6,7 @@ describe('PGlite statements planned once (pglite-plans)', () => {
   let db: PGlite;
   const cacheFor = (maxStatements?: number) =>
     createPlanCache({
-      serializers: db.serializers as Record<number, (value: unknown) => string>,
+      serializers: db.serializers,
       maxStatements,
     });
 

@@ -1,4 +1,4 @@
-import type { QueryOptions, Results } from '@electric-sql/pglite';
+import type { PGlite, QueryOptions, Results } from '@electric-sql/pglite';
 
 /** PGlite or one of its transactions: what a statement is sent to. */
 export interface PgliteTarget {
@@ -36,12 +36,15 @@ interface Entry {
  * leaves the transaction as it was.
  */
 export function createPlanCache(options: {
-  serializers: Record<number, (value: unknown) => string>;
+  /** The database's own serializers by type OID (`PGlite.serializers`). */
+  serializers: PGlite['serializers'];
   maxStatements?: number;
 }) {
   const { serializers } = options;
   const maxStatements = options.maxStatements ?? 500;
   const entries = new Map<string, Entry>();
+  /** Names of statements let go, deallocated before the next statement is prepared. */
+  const forgotten: string[] = [];
   let nextName = 1;
 
   function literal(type: number, value: unknown): string | undefined {
@@ -93,8 +96,6 @@ export function createPlanCache(options: {
     entries.set(text, entry);
     return entry;
   }
-  /** Names of statements let go, deallocated before the next statement is prepared. */
-  const forgotten: string[] = [];
 
   return {
     async query<T>(

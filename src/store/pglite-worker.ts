@@ -49,7 +49,7 @@ async function serve(): Promise<void> {
   if (!port) throw new Error('pglite-worker runs as a worker thread');
   const db = await PGlite.create(workerData.dir as string);
   const plans = createPlanCache({
-    serializers: db.serializers as Record<number, (value: unknown) => string>,
+    serializers: db.serializers,
   });
   const open = new Map<number, { tx: Transaction; finish: (commit: boolean) => void; done: Promise<void> }>();
   const unlisten = new Map<string, () => Promise<void>>();
