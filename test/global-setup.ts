@@ -17,7 +17,40 @@ declare module 'vitest' {
   }
 }
 
+/**
+ * Temporary files on tmpfs where the machine has one: each test's embedded database is a copy of a
+ * 40 MB, 1,078-file template, which costs 0.4-0.7 s of CPU on ext4 and 0.06-0.14 s on tmpfs (and
+ * every PGlite write after it costs less too). Set before the workers start, so they, the services
+ * they spawn and anvil all inherit it; removed with everything in it at the end.
+ */
+function tmpfsTmpdir(): string | undefined {
+  const shm = '/dev/shm';
+  try {
+    fs.accessSync(shm, fs.constants.W_OK);
+  } catch {
+    return undefined;
+  }
+  // A run that was killed left its directory in memory: remove those whose process is gone.
+  for (const name of fs.readdirSync(shm)) {
+    const pid = /^ledgerhook-test-(\d+)-/.exec(name)?.[1];
+    if (pid && !processAlive(Number(pid))) fs.rmSync(path.join(shm, name), { recursive: true, force: true });
+  }
+  const dir = fs.mkdtempSync(path.join(shm, `ledgerhook-test-${process.pid}-`));
+  process.env.TMPDIR = dir;
+  return dir;
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 export default async function setup(project: TestProject) {
+  const tmpfs = tmpfsTmpdir();
   // Process-level tests run the compiled service; a source changed since the last build rebuilds it.
   ensureBuilt();
   // The service serves the console's build at /console (test/e2e/console.test.ts uses it).
@@ -45,6 +78,7 @@ export default async function setup(project: TestProject) {
 
   return async () => {
     fs.rmSync(root, { recursive: true, force: true });
+    if (tmpfs) fs.rmSync(tmpfs, { recursive: true, force: true });
     if (serverUrl) {
       const admin = new pg.Client({ connectionString: serverUrl });
       await admin.connect();
