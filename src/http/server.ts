@@ -29,6 +29,7 @@ import {
 } from './request-input.js';
 import { createRouteTable } from './route-table.js';
 import { ProblemSchema, problemResponse } from './schemas.js';
+import { cachedSerializerFactory } from './serialization.js';
 import { createValidatorCompiler } from './validation.js';
 import { WEBHOOK_SCHEMAS } from './webhook-schemas.js';
 
@@ -80,6 +81,7 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: answerFrameworkError,
+    schemaController: { compilersFactory: { buildSerializer: cachedSerializerFactory } },
     clientErrorHandler: answerClientError,
     // Slow clients (a body trickled a byte at a time, with or without a token) must not hold
     // connections open: Node answers 408 and closes once a request is not received in time.

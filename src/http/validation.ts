@@ -81,11 +81,32 @@ function guardText(validate: ValidateFunction): ValidateFunction {
  * and headers are text on the wire, so they are coerced to the declared types.
  */
 export function createValidatorCompiler(): FastifySchemaCompiler<FastifySchema> {
-  const strict = buildAjv({ coerceTypes: false });
-  const coercing = buildAjv({ coerceTypes: 'array' });
-  return ({ schema, httpPart }) =>
-    httpPart === 'body' ? strict.compile(schema as object) : guardText(coercing.compile(schema as object));
+  return ({ schema, httpPart }) => {
+    const body = httpPart === 'body';
+    const key = `${body ? 'b' : 'p'}${JSON.stringify(schema)}`;
+    let validate = compiledValidators.get(key);
+    if (!validate) {
+      validate = body
+        ? strictAjv().compile(schema as object)
+        : guardText(coercingAjv().compile(schema as object));
+      compiledValidators.set(key, validate);
+    }
+    return validate;
+  };
 }
+
+/**
+ * Validators compiled once per process, by the schema's content: routes build their schemas when
+ * they register, so a process that starts the API more than once (the test suite starts ~140)
+ * compiled the same schemas every time, a tenth of the suite's CPU with the serializers
+ * (serialization.ts). A compiled validator keeps no state between calls but `errors`, which
+ * fastify reads at once.
+ */
+const compiledValidators = new Map<string, ValidateFunction>();
+let strict: Ajv | undefined;
+let coercing: Ajv | undefined;
+const strictAjv = () => (strict ??= buildAjv({ coerceTypes: false }));
+const coercingAjv = () => (coercing ??= buildAjv({ coerceTypes: 'array' }));
 
 export function escapePointerToken(token: string): string {
   return token.replace(/~/g, '~0').replace(/\//g, '~1');
