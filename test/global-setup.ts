@@ -36,6 +36,8 @@ function tmpfsTmpdir(): string | undefined {
     if (pid && !processAlive(Number(pid))) fs.rmSync(path.join(shm, name), { recursive: true, force: true });
   }
   const dir = fs.mkdtempSync(path.join(shm, `ledgerhook-test-${process.pid}-`));
+  // What a test keeps for people to look at after the run (screenshots) goes where it did.
+  process.env.LEDGERHOOK_TEST_KEEP_DIR = os.tmpdir();
   process.env.TMPDIR = dir;
   return dir;
 }

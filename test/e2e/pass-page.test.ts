@@ -14,7 +14,11 @@ import { launchChromium } from '../helpers/browser.js';
 import { backends } from '../helpers/env.js';
 import { sampleRegistryBody } from '../helpers/registry-body.js';
 
-const SCREENSHOTS = path.join(os.tmpdir(), 'ledgerhook-pass-page-screenshots');
+// Kept after the run: the run's own temporary directory is removed at its end (test/global-setup.ts).
+const SCREENSHOTS = path.join(
+  process.env.LEDGERHOOK_TEST_KEEP_DIR ?? os.tmpdir(),
+  'ledgerhook-pass-page-screenshots',
+);
 /** Every wait of the browser ends by this. */
 const WAIT_MS = 15_000;
 
