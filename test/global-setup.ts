@@ -5,6 +5,7 @@ import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { PGLITE_SUBDIR } from '../src/app.js';
 import { openStore } from '../src/store/db.js';
+import { isAlive } from '../src/store/lock.js';
 import { ensureBuilt, ensureConsoleBuilt } from './helpers/build.js';
 import { databaseUrlFor, TEMPLATE_DB_PREFIX } from './helpers/postgres.js';
 
@@ -33,22 +34,13 @@ function tmpfsTmpdir(): string | undefined {
   // A run that was killed left its directory in memory: remove those whose process is gone.
   for (const name of fs.readdirSync(shm)) {
     const pid = /^ledgerhook-test-(\d+)-/.exec(name)?.[1];
-    if (pid && !processAlive(Number(pid))) fs.rmSync(path.join(shm, name), { recursive: true, force: true });
+    if (pid && !isAlive(Number(pid))) fs.rmSync(path.join(shm, name), { recursive: true, force: true });
   }
   const dir = fs.mkdtempSync(path.join(shm, `ledgerhook-test-${process.pid}-`));
   // What a test keeps for people to look at after the run (screenshots) goes where it did.
   process.env.LEDGERHOOK_TEST_KEEP_DIR = os.tmpdir();
   process.env.TMPDIR = dir;
   return dir;
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 export default async function setup(project: TestProject) {

@@ -18,7 +18,8 @@ export interface DataDirLock {
 
 const LOCK_FILE = 'ledgerhook.pid';
 
-function isAlive(pid: number): boolean {
+/** Whether a process with this id exists (also used by the test run to sweep what a killed run left). */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
