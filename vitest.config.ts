@@ -5,6 +5,8 @@ export default defineConfig({
   test: {
     include: ['src/**/*.test.ts', 'test/**/*.test.ts', 'packages/*/test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
+    // TEST_CPU_PROFILE=DIR: a CPU profile per test file (bench/test-cpu.ts sums them up).
+    setupFiles: process.env.TEST_CPU_PROFILE ? ['test/profile/cpu-profile-setup.ts'] : [],
     pool: 'forks',
     // One file more than there are cores: most of the suite waits on processes, chains, receivers
     // and retry schedules. On two cores one worker took 10 minutes and two 6-7 with the CPU 23% idle;
