@@ -32,7 +32,7 @@ function moduleOf(frame: Node['callFrame']): string {
   return url || frame.functionName;
 }
 
-const add = (map: Map<string, number>, key: string, ms: number) => map.set(key, (map.get(key) ?? 0) + ms);
+const add = <K>(map: Map<K, number>, key: K, ms: number) => map.set(key, (map.get(key) ?? 0) + ms);
 const top = (map: Map<string, number>, n: number) => [...map].sort((a, b) => b[1] - a[1]).slice(0, n);
 const byModule = new Map<string, number>();
 const byFunction = new Map<string, number>();
@@ -41,7 +41,7 @@ const files: { name: string; busy: number; modules: Map<string, number> }[] = []
 for (const name of fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))) {
   const profile = JSON.parse(fs.readFileSync(path.join(dir, name), 'utf8')) as Profile;
   const ms = new Map<number, number>();
-  profile.samples.forEach((id, i) => ms.set(id, (ms.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000));
+  for (const [i, id] of profile.samples.entries()) add(ms, id, (profile.timeDeltas[i] ?? 0) / 1000);
   const file = { name: name.replace('.cpuprofile', '').replaceAll('__', '/'), busy: 0, modules: new Map() };
   for (const node of profile.nodes) {
     const t = ms.get(node.id) ?? 0;

@@ -11,11 +11,12 @@ import { afterAll, beforeAll, expect } from 'vitest';
 
 const dir = process.env.TEST_CPU_PROFILE;
 const state = globalThis as { ledgerhookProfiler?: inspector.Session };
-const session = (state.ledgerhookProfiler ??= (() => {
-  const s = new inspector.Session();
-  s.connect();
-  return s;
-})());
+// One session per worker: with isolate off, this file runs again for every test file.
+if (!state.ledgerhookProfiler) {
+  state.ledgerhookProfiler = new inspector.Session();
+  state.ledgerhookProfiler.connect();
+}
+const session = state.ledgerhookProfiler;
 
 function post<T>(method: string, params: object = {}): Promise<T> {
   return new Promise((resolve, reject) =>
