@@ -86,9 +86,7 @@ export function createValidatorCompiler(): FastifySchemaCompiler<FastifySchema> 
     const key = `${body ? 'b' : 'p'}${JSON.stringify(schema)}`;
     let validate = compiledValidators.get(key);
     if (!validate) {
-      validate = body
-        ? strictAjv().compile(schema as object)
-        : guardText(coercingAjv().compile(schema as object));
+      validate = body ? strict.compile(schema as object) : guardText(coercing.compile(schema as object));
       compiledValidators.set(key, validate);
     }
     return validate;
@@ -98,15 +96,13 @@ export function createValidatorCompiler(): FastifySchemaCompiler<FastifySchema> 
 /**
  * Validators compiled once per process, by the schema's content: routes build their schemas when
  * they register, so a process that starts the API more than once (the test suite starts ~140)
- * compiled the same schemas every time: 40 s of the suite's CPU with the serializers
- * (serialization.ts; bench/README.md, "The test suite's CPU"). A compiled validator keeps no state between calls but `errors`, which
- * fastify reads at once.
+ * compiled the same schemas every time, 40 s of the suite's CPU with the serializers
+ * (serialization.ts; bench/README.md, "The test suite's CPU"). A compiled validator keeps no state
+ * between calls but `errors`, which fastify reads at once.
  */
 const compiledValidators = new Map<string, ValidateFunction>();
-let strict: Ajv | undefined;
-let coercing: Ajv | undefined;
-const strictAjv = () => (strict ??= buildAjv({ coerceTypes: false }));
-const coercingAjv = () => (coercing ??= buildAjv({ coerceTypes: 'array' }));
+const strict = buildAjv({ coerceTypes: false });
+const coercing = buildAjv({ coerceTypes: 'array' });
 
 export function escapePointerToken(token: string): string {
   return token.replace(/~/g, '~0').replace(/\//g, '~1');
