@@ -1,4 +1,4 @@
-import { type Db, runStatement, type Statement } from '../store/db.js';
+import { type Db, runInTransaction, runStatement, type Statement } from '../store/db.js';
 
 /**
  * The values of one create without a callback_url, in the order of the statement's columns: id,
@@ -72,16 +72,14 @@ export function createBatches(db: Db) {
       try {
         // In a transaction although the statement is atomic alone: a statement sent on its own
         // commits when it reaches the server, even after we gave up on it (a network that held
-        // it and delivers it late), so a create answered 503 could still appear. Sent after
-        // BEGIN was answered, it is committed only by a COMMIT we send once it succeeded. Per
-        // batch, the two round trips are shared by all its creates.
-        await db.transaction(async (tx) => {
-          await runStatement(
-            tx,
-            statementFor(batch.length),
-            batch.flatMap((w) => w.row),
-          );
-        });
+        // it and delivers it late), so a create answered 503 could still appear. In one, it is
+        // committed only by a COMMIT we send once it succeeded. Per batch, the round trips are
+        // shared by all its creates.
+        await runInTransaction(
+          db,
+          statementFor(batch.length),
+          batch.flatMap((w) => w.row),
+        );
         for (const w of batch) w.resolve();
       } catch (err) {
         for (const w of batch) w.reject(err);

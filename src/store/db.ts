@@ -408,22 +408,25 @@ async function openPostgres(connectionString: string, options: PostgresOptions):
   /** A connection of its own, with the query deadline, for listening or holding a lock. */
   const dedicatedClient = () => withQueryDeadline(new pg.Client(limited), queryTimeoutMs);
 
-  const pool = new pg.Pool({
-    ...limited,
-    max: 10,
-    Client: class extends pg.Client {
-      constructor(config?: pg.ClientConfig) {
-        super(config);
-        withQueryDeadline(this, queryTimeoutMs);
-        // A connection lost while borrowed (between a transaction's queries) would otherwise be an
-        // 'error' without a listener, which ends the process; its queries fail on their own.
-        this.on('error', () => {});
-      }
-    },
-  });
-  // An idle client losing its connection must not crash the process; the next query reconnects.
-  pool.on('error', (err) => onError?.(err));
-  returnLostConnections(pool);
+  const Client = class extends pg.Client {
+    constructor(config?: pg.ClientConfig) {
+      super(config);
+      withQueryDeadline(this, queryTimeoutMs);
+      // A connection lost while borrowed (between a transaction's queries) would otherwise be an
+      // 'error' without a listener, which ends the process; its queries fail on their own.
+      this.on('error', () => {});
+    }
+  };
+  const pool = new pg.Pool({ ...limited, max: 10, Client });
+  // Connections that send a query without waiting for the answer to the one before
+  // (runInTransaction), apart from the pool drizzle uses so nothing else runs in that mode.
+  const pipelined = new pg.Pool({ ...limited, max: PIPELINED_CONNECTIONS, pipeline: true, Client });
+  for (const p of [pool, pipelined]) {
+    // An idle client losing its connection must not crash the process; the next query reconnects.
+    p.on('error', (err) => onError?.(err));
+    returnLostConnections(p);
+  }
+  pipelinedPools.set(pool, pipelined);
   const db = drizzlePg(pool, { schema: tables }) as unknown as Db;
   let closed = false;
   return {
@@ -537,7 +540,7 @@ async function openPostgres(connectionString: string, options: PostgresOptions):
     async close() {
       if (closed) return;
       closed = true;
-      await pool.end();
+      await Promise.all([pool.end(), pipelined.end()]);
     },
   };
 }
@@ -572,6 +575,37 @@ export async function runStatement<R>(db: Db, statement: Statement, values: unkn
     return result.rows as R[];
   }
   throw new Error(`runStatement(${statement.name}): not a node-postgres or PGlite database`);
+}
+
+/** Pipelined connections of a PostgreSQL store (runInTransaction), by the pool drizzle uses. */
+const pipelinedPools = new WeakMap<pg.Pool, pg.Pool>();
+/** At most this many runInTransaction calls hold a connection at once; others wait for one. */
+const PIPELINED_CONNECTIONS = 2;
+
+/**
+ * Runs `statement` in a transaction of its own, committed only once the statement succeeded, so a
+ * statement we gave up on (a timeout answered 503) is never committed however late it arrives. On
+ * PostgreSQL the BEGIN goes out with the statement on a pipelined connection, so the transaction
+ * costs two round trips rather than three; under load each round trip also waits for the event
+ * loop to come back to its answer. Any failure closes that connection, which rolls back.
+ */
+export async function runInTransaction<R>(db: Db, statement: Statement, values: unknown[]): Promise<R[]> {
+  const client = (db as unknown as { session?: { client?: unknown } }).session?.client;
+  const pipelined = client instanceof pg.Pool ? pipelinedPools.get(client) : undefined;
+  if (!pipelined) return db.transaction((tx) => runStatement<R>(tx, statement, values));
+  const connection = await pipelined.connect();
+  try {
+    const [, result] = await Promise.all([
+      connection.query('BEGIN'),
+      connection.query({ name: statement.name, text: statement.text, values }),
+    ]);
+    await connection.query('COMMIT');
+    connection.release();
+    return result.rows as R[];
+  } catch (err) {
+    connection.release(err instanceof Error ? err : new Error(String(err)));
+    throw err;
+  }
 }
 
 /** True when `err` (or the driver error drizzle wrapped) is a unique-constraint violation. */
