@@ -12,11 +12,12 @@ const COLUMNS = 14;
 export const MAX_BATCH = 64;
 
 /**
- * Batches being written at once at most. Each waits most of its time on the WAL flush of its
- * COMMIT; a second overlaps its round trips with the first's flush (PostgreSQL flushes commits
- * that arrive together once), rather than one batch per flush.
+ * Batches being written at once at most. One: with BEGIN sent beside the statement
+ * (runInTransaction) a batch holds two short round trips, and the creates arriving meanwhile make
+ * the next batch larger. Two in flight wrote as many creates a second on PostgreSQL for 12% more
+ * of the server's CPU per create, and fewer on PGlite (bench/README.md, bench:api, "Sixth pass").
  */
-const MAX_IN_FLIGHT = 2;
+const MAX_IN_FLIGHT = 1;
 
 /**
  * Folders (if new: clients that only know create still work), registries and their leaves (as
