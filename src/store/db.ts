@@ -327,6 +327,11 @@ const MAX_LISTEN_RETRY_MS = 5_000;
 
 type Querier = { query: (...args: unknown[]) => unknown };
 
+/** The socket under a node-postgres client (not part of pg's typed API). */
+function socketOf(client: pg.Client): Duplex | undefined {
+  return (client as unknown as { connection?: { stream?: Duplex } }).connection?.stream;
+}
+
 /**
  * Gives every query of `client` a deadline. A query that outlives it closes the connection: its
  * queries fail with QueryTimeoutError at once, and a pool never hands the connection out again
@@ -336,11 +341,7 @@ type Querier = { query: (...args: unknown[]) => unknown };
 function withQueryDeadline(client: pg.Client, timeoutMs: number): pg.Client {
   const querier = client as unknown as Querier;
   const query = querier.query.bind(client);
-  const abandon = () => {
-    const stream = (client as unknown as { connection?: { stream?: { destroy(err: Error): void } } })
-      .connection?.stream;
-    stream?.destroy(new QueryTimeoutError(timeoutMs));
-  };
+  const abandon = () => socketOf(client)?.destroy(new QueryTimeoutError(timeoutMs));
   querier.query = (...args: unknown[]) => {
     const timer = setTimeout(abandon, timeoutMs);
     const done = () => clearTimeout(timer);
@@ -596,8 +597,10 @@ export async function runInTransaction<R>(db: Db, statement: Statement, values: 
   if (!pipelined) return db.transaction((tx) => runStatement<R>(tx, statement, values));
   const connection = await pipelined.connect();
   try {
-    // Corked, the two go out in one write (one wake-up of the server) instead of two.
-    const stream = (connection as unknown as { connection?: { stream?: Duplex } }).connection?.stream;
+    // Corked, the two go out in one write (one wake-up of the server) instead of two. Each has its
+    // own Sync, so BEGIN failing would leave the statement to commit alone; on an idle connection
+    // BEGIN fails only when the connection does, and then so does the statement.
+    const stream = socketOf(connection);
     stream?.cork();
     let sent: [Promise<unknown>, Promise<pg.QueryResult>];
     try {

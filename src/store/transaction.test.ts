@@ -1,7 +1,7 @@
-import net from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { backends, createTestEnvironment, type TestEnvironment } from '../../test/helpers/env.js';
+import { type FaultProxy, startFaultProxy } from '../../test/helpers/fault-proxy.js';
 import { isUniqueViolation, openStore, runInTransaction, type Statement, type Store } from './db.js';
 
 const insert = (ids: number[]): Statement => ({
@@ -57,31 +57,17 @@ describe.runIf(backends.includes('postgres'))('runInTransaction when the answers
   let environment: TestEnvironment;
   let store: Store;
   let admin: pg.Client;
-  let proxy: net.Server;
-  /** While false, the proxy forwards what the service sends but drops what PostgreSQL answers. */
-  let answering = true;
+  let proxy: FaultProxy;
   const QUERY_TIMEOUT_MS = 3_000;
 
   beforeAll(async () => {
     environment = await createTestEnvironment('postgres');
     const target = new URL(environment.databaseUrl!);
-    proxy = net.createServer((client) => {
-      const upstream = net.connect(Number(target.port || 5432), target.hostname);
-      client.pipe(upstream);
-      upstream.on('data', (chunk) => {
-        if (answering) client.write(chunk);
-      });
-      const end = () => {
-        client.destroy();
-        upstream.destroy();
-      };
-      for (const socket of [client, upstream]) socket.on('error', end).on('close', end);
+    proxy = await startFaultProxy({ host: target.hostname, port: Number(target.port || 5432) });
+    store = await openStore({
+      databaseUrl: proxy.through(environment.databaseUrl!),
+      queryTimeoutMs: QUERY_TIMEOUT_MS,
     });
-    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-    const through = new URL(environment.databaseUrl!);
-    through.hostname = '127.0.0.1';
-    through.port = String((proxy.address() as net.AddressInfo).port);
-    store = await openStore({ databaseUrl: through.toString(), queryTimeoutMs: QUERY_TIMEOUT_MS });
     admin = new pg.Client({ connectionString: environment.databaseUrl });
     await admin.connect();
     await admin.query('CREATE TABLE tx_probe (id int PRIMARY KEY)');
@@ -89,13 +75,13 @@ describe.runIf(backends.includes('postgres'))('runInTransaction when the answers
   afterAll(async () => {
     await store?.close();
     await admin?.end();
-    await new Promise((resolve) => proxy?.close(resolve));
+    await proxy?.close();
     await environment?.cleanup();
   });
 
   test('a statement that ran but whose answer never came back is not committed', async () => {
     await runInTransaction(store.db, insert([1]), [1]); // connections open while answers flow
-    answering = false;
+    await proxy.setMode('mute');
     const started = Date.now();
     const outcome = runInTransaction(store.db, insert([42]), [42]).then(
       () => 'committed',
@@ -116,7 +102,7 @@ describe.runIf(backends.includes('postgres'))('runInTransaction when the answers
     }
     expect(await outcome).toBe('QueryTimeoutError');
     expect(Date.now() - started).toBeLessThan(QUERY_TIMEOUT_MS + 2_000);
-    answering = true;
+    await proxy.setMode('pass');
     // Once its connection is gone, nothing of the abandoned statement stays.
     const gone = Date.now() + 5_000;
     const open = `SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND state = 'idle in transaction'`;

@@ -5,8 +5,10 @@ import net from 'node:net';
  * - `refuse`: the server is down: existing connections are closed and new ones refused.
  * - `black-hole`: connections are accepted and held but nothing is forwarded; existing ones freeze.
  * - `reset`: every connection, existing or new, is reset (RST).
+ * - `mute`: what clients send is forwarded, what the server answers is dropped (answers lost on
+ *   the way back: the server did the work, the client never hears of it).
  */
-export type FaultMode = 'pass' | 'refuse' | 'black-hole' | 'reset';
+export type FaultMode = 'pass' | 'refuse' | 'black-hole' | 'reset' | 'mute';
 
 export interface FaultProxy {
   readonly port: number;
@@ -24,6 +26,8 @@ interface Link {
   /** Absent while a connection accepted during a black-hole waits to be forwarded. */
   upstream?: net.Socket;
   flowing: boolean;
+  /** Flowing, but the server's answers are dropped. */
+  muted: boolean;
 }
 
 /**
@@ -47,6 +51,7 @@ export async function startFaultProxy(target: { host: string; port: number }): P
   }
 
   function freeze(link: Link): void {
+    link.muted = false;
     link.client.pause();
     if (!link.upstream || !link.flowing) return;
     link.flowing = false;
@@ -57,7 +62,11 @@ export async function startFaultProxy(target: { host: string; port: number }): P
 
   /** Forwards both ways; whatever arrived while frozen goes first, then any end of either side. */
   function forward(link: Link): void {
-    if (link.flowing) return;
+    if (link.flowing) {
+      if (link.muted) link.upstream?.pipe(link.client);
+      link.muted = false;
+      return;
+    }
     link.flowing = true;
     if (!link.upstream) {
       const upstream = net.connect(target.port, target.host);
@@ -69,13 +78,22 @@ export async function startFaultProxy(target: { host: string; port: number }): P
     link.upstream.pipe(link.client);
   }
 
+  /** Forwards the client's bytes; the server's are read and discarded. */
+  function mute(link: Link): void {
+    forward(link);
+    link.muted = true;
+    link.upstream?.unpipe(link.client);
+    link.upstream?.resume();
+  }
+
   function accept(client: net.Socket): void {
-    const link: Link = { client, flowing: false };
+    const link: Link = { client, flowing: false, muted: false };
     links.add(link);
     client.on('error', () => drop(link, true));
     client.on('close', () => drop(link, false));
     if (mode === 'reset') drop(link, true);
     else if (mode === 'black-hole') freeze(link);
+    else if (mode === 'mute') mute(link);
     else forward(link);
   }
 
@@ -97,6 +115,8 @@ export async function startFaultProxy(target: { host: string; port: number }): P
         for (const link of [...links]) drop(link, next === 'reset');
       } else if (next === 'black-hole') {
         for (const link of links) freeze(link);
+      } else if (next === 'mute') {
+        for (const link of links) mute(link);
       } else {
         for (const link of links) forward(link);
       }
