@@ -578,6 +578,42 @@ describe.each(backends)('webhook delivery with a 1 s schedule and a 500 ms timeo
     }));
 });
 
+describe.each(backends)('rows claimed ahead of a free slot on %s', (backend) => {
+  test('a claimed notification that could outlive its lease waiting for a slot is left to it, and none is sent twice', async () => {
+    // One slot, an 800 ms answer, and the shortest lease allowed (1 s timeout + 100 ms connect + 1 s):
+    // a notification claimed behind two others would be sent 1.6 s after its claim and still be in
+    // flight when its lease ends at 2.1 s, so this dispatcher would claim and send it again.
+    const t = await startTestApp(backend, {
+      LEDGERHOOK_DISPATCH_CONCURRENCY: '1',
+      LEDGERHOOK_DELIVERY_TIMEOUT: '1s',
+      LEDGERHOOK_CONNECT_TIMEOUT: '100ms',
+      LEDGERHOOK_DISPATCH_LEASE: '2100ms',
+    });
+    try {
+      await withReceivers(1, async (receiver) => {
+        receiver.respond(() => ({ ...ACK, delayMs: 800 }));
+        const created = await subscribe(t, receiver.url);
+        const ids = [
+          await sendTest(t, created.id),
+          await sendTest(t, created.id),
+          await sendTest(t, created.id),
+        ];
+        for (const id of ids) {
+          await waitForLog(t, created, id, inState('delivered'), 'delivered', 20_000);
+        }
+        const sent = receiver.requests.map((r) => r.headers['webhook-id']);
+        expect([...sent].sort()).toEqual([...ids].sort());
+        for (const id of ids) {
+          const n = (await deliveryLog(t, created.id)).find((x) => x.id === id)!;
+          expect(n.attempts.map((a) => a.outcome)).toEqual(['delivered']);
+        }
+      });
+    } finally {
+      await t.close();
+    }
+  });
+});
+
 describe.each(backends)('failing endpoints and SSRF on %s', (backend) => {
   test('a subscription failing for longer than LEDGERHOOK_DISABLE_AFTER is disabled, its pending notifications failed', async () => {
     const t = await startTestApp(backend, { LEDGERHOOK_DISABLE_AFTER: '300ms' });

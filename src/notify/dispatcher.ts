@@ -57,6 +57,8 @@ const ACKNOWLEDGEMENT = '{"status":"success"}';
  * planning in this process) several times over.
  */
 const RECORD_DELAY_MS = 50;
+/** Time left in a lease after a request's timeout for its result to be recorded. */
+const RECORD_ROOM_MS = 1_000;
 
 /** Sealing contexts of a subscription's secrets (shared with the subscription service). */
 export const secretContext = (subscriptionId: string) => `subscription:${subscriptionId}:secret`;
@@ -191,8 +193,19 @@ export function createDispatcher(options: DispatcherOptions) {
   const log = logger.child({ component: 'dispatcher', workerId });
 
   const inflight = new Set<Promise<void>>();
-  /** When deliveries in flight fall to this, the loop claims the next batch. */
-  const refillAt = concurrency - Math.max(1, Math.min(batchSize, Math.floor(concurrency / 4)));
+  /** Rows claimed per claim under load: a claim of a row or two would spend the database on claims. */
+  const claimSize = Math.max(1, Math.min(batchSize, Math.floor(concurrency / 4)));
+  /**
+   * Claimed and waiting for a free slot. The next claim runs while the rows claimed before it are
+   * sent: a claim waited for with the slots empty left them empty for its whole round trip.
+   */
+  const ready: { job: Job; claimedAt: number }[] = [];
+  /** Claimed rows kept ahead of the free slots, at most. */
+  const readAhead = 2 * claimSize;
+  /** How long a claimed row may wait for a slot: its lease must outlast the request and its record. */
+  const maxWaitMs = leaseMs - requestTimeoutMs - RECORD_ROOM_MS;
+  /** When slots and read-ahead together fall to this, a claim's worth of room is free. */
+  const wakeAt = concurrency + readAhead - claimSize;
   /** Set while claims come back full, i.e. there is a backlog. */
   let busySince: number | undefined;
   let lastMaintenance = 0;
@@ -552,15 +565,41 @@ export function createDispatcher(options: DispatcherOptions) {
     }
   }
 
+  /** Starts waiting jobs while slots are free. */
+  function startReady(): void {
+    while (running && inflight.size < concurrency && ready.length > 0) {
+      const { job, claimedAt } = ready.shift()!;
+      // Sent only if its request and the recording of its result end inside the lease; otherwise
+      // the lease runs out and the row is claimed again (here or elsewhere), never sent twice.
+      if (now() - claimedAt > maxWaitMs) {
+        log.debug({ notification: job.id }, 'claimed notification waited too long; left to its lease');
+        continue;
+      }
+      const task: Promise<void> = handle(job)
+        .catch((err) => log.error({ err, notification: job.id }, 'delivery crashed'))
+        .finally(() => {
+          const above = inflight.size + ready.length > wakeAt;
+          inflight.delete(task);
+          startReady();
+          // Once per crossing: waking on every finished delivery would claim a row or two each time.
+          if (above && inflight.size + ready.length <= wakeAt) wake();
+        });
+      inflight.add(task);
+    }
+  }
+
   async function loop(): Promise<void> {
     while (running) {
-      const capacity = concurrency - inflight.size;
-      let claimed: Job[] = [];
-      if (capacity > 0) {
+      const room = concurrency + readAhead - inflight.size - ready.length;
+      const wanted = Math.min(batchSize, room);
+      if (room >= claimSize) {
+        let claimed: Job[];
+        // The lease runs from the claim's start (the database's now()), not from its answer.
+        const claimedAt = now();
         try {
           await maintain();
           if (!running) break;
-          claimed = await claim(Math.min(batchSize, capacity));
+          claimed = await claim(wanted);
         } catch (err) {
           if (!running) break;
           log.error({ err }, 'claiming notifications failed; retrying');
@@ -569,22 +608,16 @@ export function createDispatcher(options: DispatcherOptions) {
         }
         // Shutdown began while the claim was under way: send none of it (stop releases the rows).
         if (!running) break;
-        if (claimed.length === Math.min(batchSize, capacity)) busySince ??= now();
+        if (claimed.length === wanted) busySince ??= now();
         else busySince = undefined;
+        for (const job of claimed) ready.push({ job, claimedAt });
+        startReady();
+        // A full claim means a backlog: claim again at once if there is room for another.
+        if (claimed.length < wanted) await sleep(await untilNextDue());
+      } else {
+        // Woken once a claim's worth of room is free, or by new work.
+        await sleep(pollIntervalMs);
       }
-      for (const job of claimed) {
-        const task: Promise<void> = handle(job)
-          .catch((err) => log.error({ err, notification: job.id }, 'delivery crashed'))
-          .finally(() => {
-            inflight.delete(task);
-            if (inflight.size === refillAt) wake();
-          });
-        inflight.add(task);
-      }
-      // Under load, claim again only once a batch worth of room is free: one claim per finished
-      // delivery would spend the database on claims of a row or two.
-      if (inflight.size > refillAt) await sleep(pollIntervalMs);
-      else if (claimed.length < Math.min(batchSize, capacity)) await sleep(await untilNextDue());
     }
   }
 
