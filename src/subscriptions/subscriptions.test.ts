@@ -168,9 +168,9 @@ const INVALID: [string, string, string][] = [
 
 // ---------------------------------------------------------------------------------------------
 
-/** Everything a rejected request must leave as it was. */
 /**
- * The database's digest once no delivery is under way: a test notification's request reaches the
+ * Everything a rejected request must leave as it was: the database's digest, taken once no
+ * delivery is under way. A test notification's request reaches the
  * receiver before its result is recorded (results wait up to 50 ms to be written together), so a
  * snapshot taken right after a send, in this test or the one before, could catch that write.
  */
