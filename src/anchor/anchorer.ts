@@ -7,6 +7,7 @@
  * node that refuses or stalls costs one batch, not a queue of them, and nonces never race.
  */
 import type { Logger } from 'pino';
+import { describeNodeError } from '../chains/node-errors.js';
 import { createSleeper } from '../shared/sleeper.js';
 import type { Db, HeldLock } from '../store/db.js';
 import { type AnchorTxRow, type Batch, batchStore } from './batches.js';
@@ -204,7 +205,8 @@ export function createAnchorer(deps: AnchorerDeps) {
         status.lastError = null;
       } catch (err) {
         status.healthy = false;
-        status.lastError = (err as Error)?.message ?? String(err);
+        // Which node and how, in one line: never a library's message, which may quote the node's URL.
+        status.lastError = describeNodeError(err);
         log.warn({ err }, 'anchoring round failed; retrying');
       }
       if (stopping) break;

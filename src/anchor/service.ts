@@ -6,10 +6,10 @@ import type { Logger } from 'pino';
 import { algorandAnchorChain, anchorAccount } from '../chains/algorand/anchor.js';
 import { evmAnchorChain, parseEvmAnchorKey } from '../chains/evm/anchor.js';
 import type { Network, NetworkCatalog } from '../chains/networks.js';
+import { isNodeError, nodeUnavailable } from '../chains/node-errors.js';
 import type { AnchorSettings } from '../config.js';
-import { ConfigError, UpstreamUnavailableError } from '../errors.js';
+import { ConfigError } from '../errors.js';
 import type { Db, Store } from '../store/db.js';
-import { clientFacing } from '../transactions/service.js';
 import { type Anchorer, createAnchorer } from './anchorer.js';
 import type { AnchorChain } from './chain.js';
 import { ANCHOR_FAMILY, networkReader } from './reader.js';
@@ -133,6 +133,6 @@ export async function verifyAgainst(
     return await verifyReceipt(receipt, content, reader);
   } catch (err) {
     // As transaction lookup says it: which network's node failed, not the node's address.
-    throw err instanceof UpstreamUnavailableError ? clientFacing(err, network) : err;
+    throw isNodeError(err) ? nodeUnavailable(network, err) : err;
   }
 }

@@ -24,6 +24,8 @@ export type Lookup = { lookup(network: string, address: string): readonly Watche
  * for the family given who watches what, so a backfill notifies exactly what the follower would.
  */
 export interface BackfillFamily {
+  /** The network, whose node failures reach clients through nodeUnavailable. */
+  network: Network;
   history: HistorySource<unknown>;
   matcher(index: Lookup): BlockMatcher<unknown>;
   /** Whether addresses are compared whatever their case (EVM). */
@@ -43,6 +45,7 @@ export function backfillFamily(network: Network, options: FamilyOptions): Backfi
     const client = evmClient(network.rpcUrls);
     const tokens = createTokenInfoCache(client);
     return {
+      network,
       history: evmHistory({
         client,
         throttle: options.throttle,
@@ -55,6 +58,7 @@ export function backfillFamily(network: Network, options: FamilyOptions): Backfi
   if (network.family === 'bitcoin') {
     // The same node API the live follower reads, so the transactions are the ones it sees.
     return {
+      network,
       history: bitcoinHistory({
         url: network.rpcUrls[0]!,
         api: network.api,
@@ -78,6 +82,7 @@ export function backfillFamily(network: Network, options: FamilyOptions): Backfi
       api,
     });
     return {
+      network,
       history: algorandHistory({
         indexerUrl,
         algodUrl: network.rpcUrls[0]!,
@@ -91,6 +96,7 @@ export function backfillFamily(network: Network, options: FamilyOptions): Backfi
   }
   if (network.family === 'solana') {
     return {
+      network,
       history: solanaHistory({
         url: network.rpcUrls[0]!,
         commitment: network.commitment,

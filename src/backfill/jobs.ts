@@ -1,13 +1,8 @@
 import { and, desc, eq } from 'drizzle-orm';
 import { v7 as uuidv7 } from 'uuid';
 import type { NetworkCatalog } from '../chains/networks.js';
-import {
-  ConflictError,
-  type FieldError,
-  NotFoundError,
-  UpstreamUnavailableError,
-  ValidationError,
-} from '../errors.js';
+import { nodeUnavailable } from '../chains/node-errors.js';
+import { ConflictError, type FieldError, NotFoundError, ValidationError } from '../errors.js';
 import { type Db, isUniqueViolation } from '../store/db.js';
 import { subscriptions } from '../subscriptions/schema.js';
 import { ADDRESS_TRANSACTION } from '../subscriptions/service.js';
@@ -164,13 +159,21 @@ export function createBackfills(deps: BackfillsDeps) {
 
   /** Block heights of the range asked, checked against the node's chain. */
   async function resolveRange(family: BackfillFamily, network: string, from: Bound, to: Bound | undefined) {
-    const { history } = family;
-    let tip: number;
-    try {
-      tip = await history.tip();
-    } catch (err) {
-      throw new UpstreamUnavailableError(`The ${network} node cannot be reached: ${(err as Error).message}`);
-    }
+    // Every read of the node: a failure reaches the client in our words (nodeUnavailable), never
+    // the node's URL or the library's message.
+    const fromNode = async <T>(read: Promise<T>): Promise<T> => {
+      try {
+        return await read;
+      } catch (err) {
+        throw nodeUnavailable(family.network, err);
+      }
+    };
+    const history: BackfillFamily['history'] = {
+      ...family.history,
+      tip: () => fromNode(family.history.tip()),
+      timeOf: (height) => fromNode(family.history.timeOf(height)),
+    };
+    const tip = await history.tip();
     const errors: FieldError[] = [];
     const resolve = async (bound: Bound, field: 'from' | 'to'): Promise<number | undefined> => {
       if ('block' in bound) {

@@ -1,9 +1,12 @@
 import { and, eq, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
+import type { Network } from '../chains/networks.js';
+import { isNodeError, nodeUnavailable } from '../chains/node-errors.js';
 import type { ChainBlock } from '../chains/source.js';
 import { enqueueNotifications, type NewNotification } from '../notify/outbox.js';
 import { createSleeper } from '../shared/sleeper.js';
 import type { Db, HeldLock } from '../store/db.js';
+import { isDatabaseUnavailable } from '../store/unavailable.js';
 import { subscriptions } from '../subscriptions/schema.js';
 import { blockNotifications } from '../watch/follower.js';
 import type { BackfillFamily } from './families.js';
@@ -24,6 +27,13 @@ export interface BackfillRunnerDeps {
   concurrency?: number;
   /** Longest wait between retries when a node or the database fails. */
   maxBackoffMs?: number;
+}
+
+/** Why a chunk failed, as the job's owner reads it in `error`. */
+function progressError(network: Network, err: unknown): string {
+  if (isNodeError(err)) return nodeUnavailable(network, err).message;
+  if (isDatabaseUnavailable(err)) return 'The database is unavailable';
+  return 'An unexpected error stopped this chunk; the service log has its detail';
 }
 
 /** The job stopped on purpose (cancelled, subscription gone, lock lost): not an error. */
@@ -151,8 +161,9 @@ export function createBackfillRunner(deps: BackfillRunnerDeps) {
           deps.maxBackoffMs ?? 30_000,
           deps.pollIntervalMs * 2 ** Math.min(failures, 10),
         );
-        const message = err instanceof Error ? err.message : String(err);
-        jlog.warn({ err: message, retryInMs: waitMs }, 'backfill chunk failed; retrying');
+        // The job's view shows this to its owner: our words, never the node's URL or a library's.
+        const message = progressError(family.network, err);
+        jlog.warn({ err, retryInMs: waitMs }, 'backfill chunk failed; retrying');
         await deps.db
           .update(backfills)
           .set({ error: message.slice(0, 1_000), updatedAt: new Date() })

@@ -2,7 +2,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createPublicClient, HttpRequestError, http as httpTransport } from 'viem';
 import { afterEach, describe, expect, it } from 'vitest';
-import { describeNodeError } from './node-errors.js';
+import { UpstreamUnavailableError } from '../errors.js';
+import { describeNodeError, isNodeError, nodeUnavailable } from './node-errors.js';
 
 const servers: http.Server[] = [];
 
@@ -21,10 +22,12 @@ afterEach(async () => {
   }
 });
 
-/** What a real viem client's failure against `host` is described as; the URL carries a secret. */
-async function failureAt(host: string, timeout = 10_000): Promise<string> {
+const secretUrl = (host: string) => `http://user:pass@${host}/v3/SECRET?key=SECRET`;
+
+/** A real viem client's failure against `host`, whose URL carries secrets. */
+async function viemFailure(host: string, timeout = 10_000): Promise<unknown> {
   const client = createPublicClient({
-    transport: httpTransport(`http://user:pass@${host}/v3/SECRET?key=SECRET`, { retryCount: 0, timeout }),
+    transport: httpTransport(secretUrl(host), { retryCount: 0, timeout }),
     cacheTime: 0,
   });
   const error = await client.getBlock({ blockTag: 'latest' }).then(
@@ -32,7 +35,12 @@ async function failureAt(host: string, timeout = 10_000): Promise<string> {
     (err: unknown) => err,
   );
   expect(error).toBeDefined();
-  const text = describeNodeError(error);
+  return error;
+}
+
+/** What a real viem client's failure against `host` is described as; the URL carries a secret. */
+async function failureAt(host: string, timeout = 10_000): Promise<string> {
+  const text = describeNodeError(await viemFailure(host, timeout));
   expect(text).not.toMatch(/SECRET|user|pass/);
   return text;
 }
@@ -82,6 +90,57 @@ describe('describeNodeError', () => {
   it('keeps the first line of an error that is not about reaching the node', () => {
     expect(describeNodeError(new Error('receipt of 0xab is in another block\nmore detail'))).toBe(
       'receipt of 0xab is in another block',
+    );
+  });
+});
+
+describe('nodeUnavailable, what a client is told', () => {
+  const networkAt = (host: string) => ({
+    name: 'ETH',
+    rpcUrls: [secretUrl(host)],
+    wsUrls: [],
+    indexerUrls: [],
+  });
+
+  it("says which network's node failed and how, never the library's message or the node's URL", async () => {
+    const host = await serve((req, res) => {
+      res.writeHead(502, { 'content-type': 'text/plain' }).end(`bad gateway for ${req.url}`);
+    });
+    const error = await viemFailure(host);
+    // viem's own message quotes the URL with its key, the request and its version.
+    expect((error as Error).message).toMatch(/SECRET[\s\S]*viem@/);
+    expect(isNodeError(error)).toBe(true);
+    const told = nodeUnavailable(networkAt(host), error);
+    expect(told.message).toBe('The ETH node is unavailable: The node answered HTTP 502');
+    expect(told.cause).toBe(error);
+  });
+
+  it('keeps the JSON-RPC code a node answered, not what it said', async () => {
+    const host = await serve((req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: 0, error: { code: -32000, message: `no ${req.url}` } }));
+    });
+    expect(nodeUnavailable(networkAt(host), await viemFailure(host)).message).toBe(
+      'The ETH node is unavailable: The node answered JSON-RPC error -32000',
+    );
+  });
+
+  it('passes our own words on without the host or a secret the node echoed', () => {
+    const host = 'node.example:8545';
+    const ours = new UpstreamUnavailableError(
+      `The node at ${host} answered 503: no /v3/SECRET?key=SECRET`,
+      7,
+    );
+    const told = nodeUnavailable(networkAt(host), ours);
+    expect(told.message).toBe('The ETH node is unavailable: The node answered 503: no [redacted]?[redacted]');
+    expect(told.retryAfterSeconds).toBe(7);
+  });
+
+  it('says nothing of an error it does not recognise', () => {
+    const odd = new TypeError(`Cannot read ${secretUrl('node.example')}`);
+    expect(isNodeError(odd)).toBe(false);
+    expect(nodeUnavailable(networkAt('node.example'), odd).message).toBe(
+      'The ETH node is unavailable: The node failed unexpectedly',
     );
   });
 });

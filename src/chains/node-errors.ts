@@ -1,12 +1,19 @@
 /**
- * One line saying what went wrong with a chain node, for operators (/readyz `lastError`, logs):
- * which node (its host and port only: a node's URL may carry an API key in its path, query or
- * user part) and how: the HTTP status it answered, the connection error (refused, reset, timed
- * out, DNS), a JSON-RPC error. viem wraps all of these in an error whose message is only "HTTP
- * request failed."; the facts sit in its fields and in the `cause` chain (fetch's TypeError, then
- * Node's system error with its code).
+ * What went wrong with a chain node, in our own words, for two readers:
+ * - operators (`describeNodeError`: /readyz `lastError`, logs): which node (its host and port only:
+ *   a node's URL may carry an API key in its path, query or user part) and how: the HTTP status it
+ *   answered, the connection error (refused, reset, timed out, DNS), a JSON-RPC error and what the
+ *   node said with it;
+ * - API clients (`nodeUnavailable`, the one way a node's failure reaches them): which network's
+ *   node failed and how, never its address, what it said, or a library's message.
+ * viem wraps all of these in an error whose message is only "HTTP request failed." (its full
+ * message quotes the URL, the request body and its version); the facts sit in its fields and in
+ * the `cause` chain (fetch's TypeError, then Node's system error with its code).
  */
 import { BaseError, HttpRequestError, RpcRequestError, TimeoutError, WebSocketRequestError } from 'viem';
+import { AppError, UpstreamUnavailableError } from '../errors.js';
+import { urlSecretRedactor } from '../shared/url-secrets.js';
+import type { Network } from './networks.js';
 
 /** What a Node system error code means, as the end of "The node at HOST …". */
 const CONNECTION_ERRORS: Record<string, string> = {
@@ -65,8 +72,17 @@ function firstLine(err: unknown): string {
   return text.split('\n')[0] || 'error';
 }
 
-/** One line naming the node and what failed; the error's own first line when it is not the node's. */
-export function describeNodeError(err: unknown): string {
+/** Where a node failure happened (its host, when known) and what it was, in our own words. */
+interface NodeFailure {
+  host: string | undefined;
+  /** The end of "The node …": "refused the connection (ECONNREFUSED)", "answered HTTP 503". */
+  what: string;
+  /** What the node itself said (a JSON-RPC error's message): for operators, not for clients. */
+  said?: string;
+}
+
+/** A failure of a node's transport recognised in `err`'s cause chain, or undefined. */
+function classify(err: unknown): NodeFailure | undefined {
   const errors = chain(err);
   let host: string | undefined;
   for (const e of errors) {
@@ -74,14 +90,13 @@ export function describeNodeError(err: unknown): string {
       host ??= hostOf(e.url);
     } else if (e instanceof RpcRequestError) host ??= hostOf(e.url);
   }
-  const at = (what: string, where = host) => (where ? `The node at ${where} ${what}` : `The node ${what}`);
-
   for (const e of errors) {
-    if (e instanceof HttpRequestError && e.status !== undefined) return at(`answered HTTP ${e.status}`);
+    if (e instanceof HttpRequestError && e.status !== undefined)
+      return { host, what: `answered HTTP ${e.status}` };
     if (e instanceof RpcRequestError && e.status !== undefined && e.status >= 400) {
-      return at(`answered HTTP ${e.status}`);
+      return { host, what: `answered HTTP ${e.status}` };
     }
-    if (e instanceof TimeoutError) return at('did not answer in time');
+    if (e instanceof TimeoutError) return { host, what: 'did not answer in time' };
   }
   for (const e of errors) {
     const { code, address, port, hostname } = e as SystemError;
@@ -94,16 +109,86 @@ export function describeNodeError(err: unknown): string {
           ? hostname
           : undefined;
     const what = CONNECTION_ERRORS[code] ?? 'could not be reached';
-    return at(`${what} (${code})`, host ?? socket);
+    return { host: host ?? socket, what: `${what} (${code})` };
   }
   for (const e of errors) {
     if (e instanceof RpcRequestError) {
-      const details = typeof e.details === 'string' && e.details ? `: ${e.details.split('\n')[0]}` : '';
-      return at(`answered JSON-RPC error ${e.code}${details}`);
+      const said = typeof e.details === 'string' ? e.details.split('\n')[0] : undefined;
+      return { host, what: `answered JSON-RPC error ${e.code}`, said };
     }
   }
-  if (host && errors.some((e) => e instanceof HttpRequestError || e instanceof WebSocketRequestError)) {
-    return at(`could not be reached (${firstLine(errors[errors.length - 1])})`);
+  if (errors.some((e) => e instanceof HttpRequestError || e instanceof WebSocketRequestError)) {
+    return { host, what: 'could not be reached' };
   }
-  return firstLine(err);
+  return undefined;
+}
+
+/**
+ * True when `err` is a chain node's failure: a viem transport or JSON-RPC error, or our own
+ * UpstreamUnavailableError. A database's refused connection has the same code and is not one.
+ */
+export function isNodeError(err: unknown): boolean {
+  return chain(err).some((e) => e instanceof BaseError || e instanceof UpstreamUnavailableError);
+}
+
+/** One line naming the node and what failed; the error's own first line when it is not the node's. */
+export function describeNodeError(err: unknown): string {
+  const failure = classify(err);
+  if (!failure) return firstLine(err);
+  const at = failure.host ? `The node at ${failure.host}` : 'The node';
+  return `${at} ${failure.what}${failure.said ? `: ${failure.said}` : ''}`;
+}
+
+/** Every URL a network's nodes are reached at. */
+function nodeUrls(network: Pick<Network, 'rpcUrls' | 'wsUrls' | 'indexerUrls'>): string[] {
+  return [...network.rpcUrls, ...network.wsUrls, ...network.indexerUrls];
+}
+
+const redactors = new WeakMap<object, (text: string) => string>();
+
+/** Blanks the secret parts of the network's node URLs (path, query, user, password) out of a text. */
+export function redactNodeUrls(
+  network: Pick<Network, 'rpcUrls' | 'wsUrls' | 'indexerUrls'>,
+  text: string,
+): string {
+  let redact = redactors.get(network);
+  if (!redact) {
+    redact = urlSecretRedactor(nodeUrls(network)) ?? ((t) => t);
+    redactors.set(network, redact);
+  }
+  return redact(text);
+}
+
+/**
+ * The one way a node's failure reaches an API client: which network's node failed and how, in our
+ * own words, never its address (host, path, query, credentials) nor a library's message. The
+ * original error stays in `cause`, for the log.
+ */
+export function nodeUnavailable(
+  network: Pick<Network, 'name' | 'rpcUrls' | 'wsUrls' | 'indexerUrls'>,
+  err: unknown,
+): UpstreamUnavailableError {
+  let reason: string;
+  const failure = classify(err);
+  if (failure) reason = `The node ${failure.what}`;
+  else if (err instanceof AppError) {
+    // Our own words, which may name the node's host: the client learns that a node failed, not where.
+    reason = firstLine(err);
+    for (const url of nodeUrls(network)) {
+      let host: string;
+      try {
+        host = new URL(url).host;
+      } catch {
+        continue;
+      }
+      if (host) reason = reason.split(` at ${host}`).join('').split(host).join('the node');
+    }
+    reason = redactNodeUrls(network, reason);
+  } else reason = 'The node failed unexpectedly';
+  const wrapped = new UpstreamUnavailableError(
+    `The ${network.name} node is unavailable: ${reason}`,
+    err instanceof UpstreamUnavailableError ? err.retryAfterSeconds : undefined,
+  );
+  wrapped.cause = err;
+  return wrapped;
 }

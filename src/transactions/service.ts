@@ -5,6 +5,7 @@ import { createAlgorandLookup, isAlgorandTxId } from '../chains/algorand/lookup.
 import { createBitcoindLookup, createEsploraLookup, isBitcoinTxId } from '../chains/bitcoin/lookup.js';
 import { createEvmLookup, isEvmTxId } from '../chains/evm/lookup.js';
 import type { Family, Network, NetworkCatalog } from '../chains/networks.js';
+import { isNodeError, nodeUnavailable } from '../chains/node-errors.js';
 import { createSolanaLookup, isSolanaTxId } from '../chains/solana/lookup.js';
 import { NotFoundError, UpstreamUnavailableError, ValidationError } from '../errors.js';
 import type { Db } from '../store/db.js';
@@ -45,29 +46,6 @@ export function lookupFor(network: Network): TransactionLookup {
     case 'solana':
       return createSolanaLookup({ url, timeoutMs: NODE_TIMEOUT_MS });
   }
-}
-
-/**
- * What a client is told when a network's node fails: which network, and what went wrong, but not
- * the node's address (an operator's internal host; the log keeps it, through `cause`).
- */
-export function clientFacing(err: UpstreamUnavailableError, network: Network): UpstreamUnavailableError {
-  let reason = err.message;
-  for (const url of [...network.rpcUrls, ...network.indexerUrls]) {
-    let host: string;
-    try {
-      host = new URL(url).host;
-    } catch {
-      continue;
-    }
-    reason = reason.split(` at ${host}`).join('').split(host).join('the node');
-  }
-  const wrapped = new UpstreamUnavailableError(
-    `The ${network.name} node is unavailable: ${reason}`,
-    err.retryAfterSeconds,
-  );
-  wrapped.cause = err;
-  return wrapped;
 }
 
 /** The view as JSON, keys in the documented order, integers digit-exact however large. */
@@ -187,7 +165,7 @@ export function createTransactions(deps: {
       try {
         result = await lookup(network)(txId);
       } catch (err) {
-        if (err instanceof UpstreamUnavailableError) throw clientFacing(err, network);
+        if (isNodeError(err)) throw nodeUnavailable(network, err);
         throw err;
       }
       if (!result) throw new NotFoundError(`No transaction ${rawId} on ${network.name}`);

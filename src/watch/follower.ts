@@ -1,12 +1,13 @@
 import type { Logger } from 'pino';
 import type { Network } from '../chains/networks.js';
+import { isNodeError } from '../chains/node-errors.js';
 import type { BlockSource, ChainBlock, ChainTip } from '../chains/source.js';
 import { enqueueNotifications, type NewNotification, newNotificationId } from '../notify/outbox.js';
 import { createSleeper } from '../shared/sleeper.js';
 import type { Db, HeldLock } from '../store/db.js';
 import type { WatchedSubscription } from '../subscriptions/events.js';
 import { type Cursor, chainState, KEPT_HEADERS } from './chain-state.js';
-import { runPolling } from './polling.js';
+import { describeWatchError, runPolling } from './polling.js';
 import { createReadAhead } from './read-ahead.js';
 import { createReleaser } from './release.js';
 import { announcedIn, applyDiff, blockDedupeKey, diffBranches } from './reorg.js';
@@ -296,9 +297,11 @@ export function createFollower<Activity>(deps: FollowerDeps<Activity>) {
         await catchUp();
         return undefined;
       },
-      onError: (message, retryInMs) => {
+      describe: (err) => describeWatchError(network, err),
+      onError: (reason, retryInMs, err) => {
         releaser.forget();
-        log.warn({ err: message, retryInMs }, 'node unreachable or failing; retrying');
+        const what = isNodeError(err) ? 'node unreachable or failing' : 'round failed';
+        log.warn({ reason, err, retryInMs }, `${what}; retrying`);
       },
     });
   }

@@ -41,7 +41,7 @@ import { createSleeper } from '../shared/sleeper.js';
 import type { Db } from '../store/db.js';
 import type { AddressIndex } from './address-index.js';
 import { buildEvmNotification } from './evm-notifications.js';
-import { runPolling } from './polling.js';
+import { describeWatchError, runPolling } from './polling.js';
 
 /** The parts of a pending transaction that are read (a viem `Transaction` has them). */
 export interface PendingTransaction {
@@ -414,7 +414,9 @@ export function createEvmMempoolWatcher(deps: EvmMempoolWatcherDeps) {
         await poll();
         return undefined;
       },
-      onError: (message, retryInMs) => log.warn({ err: message, retryInMs }, 'mempool unavailable; retrying'),
+      describe: (err) => describeWatchError(network, err),
+      onError: (reason, retryInMs, err) =>
+        log.warn({ reason, err, retryInMs }, 'mempool unavailable; retrying'),
     });
   }
 

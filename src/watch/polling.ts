@@ -1,5 +1,17 @@
-import { describeNodeError } from '../chains/node-errors.js';
+import type { Network } from '../chains/networks.js';
+import { describeNodeError, isNodeError, redactNodeUrls } from '../chains/node-errors.js';
 import type { Sleeper } from '../shared/sleeper.js';
+import { isDatabaseUnavailable } from '../store/unavailable.js';
+
+/**
+ * A failed round as /readyz shows it (to anyone: it needs no token): which node failed and how,
+ * by its host alone, or that the database is unavailable; never a node URL's path, query or
+ * credentials, even when the node echoes them back in an error.
+ */
+export function describeWatchError(network: Network, err: unknown): string {
+  if (!isNodeError(err) && isDatabaseUnavailable(err)) return 'The database is unavailable';
+  return redactNodeUrls(network, describeNodeError(err));
+}
 
 export interface PollingOptions {
   /** Pause between successful rounds (a wake-up cuts it short). */
@@ -7,13 +19,15 @@ export interface PollingOptions {
   /** Longest pause between retries after failures; the pause doubles from `intervalMs`. */
   maxBackoffMs: number;
   sleeper: Sleeper;
+  /** A failed round in one line, for /readyz and the log (describeWatchError). */
+  describe: (err: unknown) => string;
   isRunning: () => boolean;
   /** One round of work; may return a pause other than the interval (e.g. a standby's). */
   round: () => Promise<number | undefined>;
   /** Health shown in /readyz, and the failed rounds counted for /metrics. */
   status: { healthy: boolean; lastError: string | null; errors: number };
   /** A failed round: log it, forget what it may have left inconsistent. */
-  onError: (message: string, retryInMs: number) => void;
+  onError: (message: string, retryInMs: number, err: unknown) => void;
 }
 
 /**
@@ -37,8 +51,8 @@ export async function runPolling(options: PollingOptions): Promise<void> {
       status.healthy = false;
       status.errors++;
       // Which node and what failed (status, refusal, timeout…), not only "HTTP request failed.".
-      status.lastError = describeNodeError(err);
-      options.onError(status.lastError, backoff);
+      status.lastError = options.describe(err);
+      options.onError(status.lastError, backoff, err);
       await sleeper.sleep(backoff);
       backoff = Math.min(options.maxBackoffMs, backoff * 2);
     }
