@@ -3,7 +3,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { eq } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
-import pino, { type Logger } from 'pino';
+import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 import { startAdminServer } from './accounts/admin.js';
 import { TOKEN_REVOKED_CHANNEL } from './accounts/principal-cache.js';
 import { createAccounts, type IssuedToken } from './accounts/service.js';
@@ -29,6 +29,7 @@ import { createEnvelope, type Envelope } from './secrets/envelope.js';
 import { loadMasterKey } from './secrets/master-key.js';
 import { closeServer, type StopStep, stopAll } from './shared/shutdown.js';
 import { createThrottle } from './shared/throttle.js';
+import { urlSecretRedactor } from './shared/url-secrets.js';
 import { type Db, openStore, type Store } from './store/db.js';
 import { acquireDataDirLock, DataDirInUseError, type DataDirLock, dataDirHolder } from './store/lock.js';
 import { settings } from './store/schema.js';
@@ -163,7 +164,10 @@ export interface RunningApp {
 export interface StartOptions {
   /** Networks to follow from the start, with or without subscriptions (the devnet). */
   alwaysFollow?: string[];
+  /** The log; by default createServiceLogger(config, logDestination). */
   logger?: Logger;
+  /** Where the default log goes (standard output unless given). */
+  logDestination?: DestinationStream;
   /** Where the first-start token is shown; the console by default. */
   announceToken?: (issued: IssuedToken) => void;
 }
@@ -229,6 +233,24 @@ async function checkListenable(host: string, port: number): Promise<void> {
 }
 
 /**
+ * The service's log at the configured level. Node URLs often carry a provider's API key (in the
+ * path, the query or the user part), and libraries quote the URL in their errors: below `debug`,
+ * every line has those parts blanked out (see shared/url-secrets.ts). At `debug` and `trace` the
+ * operator asked for everything, and gets it.
+ */
+export function createServiceLogger(config: Config, destination?: DestinationStream): Logger {
+  const urls = config.networks.list().flatMap((n) => [...n.rpcUrls, ...n.wsUrls, ...n.indexerUrls]);
+  if (config.risk?.url) urls.push(config.risk.url);
+  const verbose = config.logLevel === 'debug' || config.logLevel === 'trace';
+  const redact = verbose ? undefined : urlSecretRedactor(urls);
+  const options: LoggerOptions = {
+    level: config.logLevel,
+    ...(redact ? { hooks: { streamWrite: redact } } : {}),
+  };
+  return destination ? pino(options, destination) : pino(options);
+}
+
+/**
  * The composition root: store, services, HTTP API and admin endpoint, started in that order.
  *
  * Stopping (`close`) is bounded by `config.shutdownTimeoutMs`. At its very start the dispatcher
@@ -238,7 +260,7 @@ async function checkListenable(host: string, port: number): Promise<void> {
  * has not stopped by its deadline is left behind, so that stopping always ends.
  */
 export async function startApp(config: Config, options: StartOptions = {}): Promise<RunningApp> {
-  const logger = options.logger ?? pino({ level: config.logLevel });
+  const logger = options.logger ?? createServiceLogger(config, options.logDestination);
   // The cheap refusals first, before a key is generated or the database opened.
   const holder = config.databaseUrl ? undefined : dataDirHolder(config.dataDir);
   if (holder !== undefined) throw new DataDirInUseError(config.dataDir, holder);

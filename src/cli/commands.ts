@@ -4,11 +4,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import pino from 'pino';
 import { connectAdmin, ServiceStartingError, type TokenAdmin } from '../accounts/admin.js';
 import { createAccounts, type TokenInfo } from '../accounts/service.js';
 import {
   announceTokenOnConsole,
+  createServiceLogger,
   openConfiguredStore,
   PGLITE_SUBDIR,
   type RunningApp,
@@ -104,7 +104,7 @@ async function startDevnet(config: Config): Promise<{ stop: () => Promise<void> 
  * stops the service as soon as it is up; a second signal exits at once.
  */
 async function serve(config: Config, devnet: boolean): Promise<void> {
-  const logger = pino({ level: config.logLevel });
+  const logger = createServiceLogger(config);
   let app: RunningApp | undefined;
   let chain: { stop: () => Promise<void> } | undefined;
   let signalled = false;

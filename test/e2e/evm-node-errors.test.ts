@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
+import type net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
@@ -11,16 +11,8 @@ import { createAddressIndex } from '../../src/watch/address-index.js';
 import { createEvmMempoolWatcher } from '../../src/watch/mempool.js';
 import { evmClient } from '../../src/watch/watcher.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { closedPort } from '../helpers/loopback-server.js';
 import { waitFor } from '../helpers/process.js';
-
-/** A loopback port with nothing listening on it. */
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 interface NetworkStatus {
   network: string;

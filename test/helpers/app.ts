@@ -50,14 +50,15 @@ export async function startTestApp(
   backend: Backend,
   /** Added to the environment; a function sees the test's storage first (e.g. to proxy its database). */
   extraEnv: Record<string, string> | ((environment: TestEnvironment) => Record<string, string>) = {},
-  startOptions: Pick<StartOptions, 'alwaysFollow' | 'logger'> = {},
+  /** `logDestination` keeps the service's own log (createServiceLogger, at LOG_LEVEL), else it is silent. */
+  startOptions: Pick<StartOptions, 'alwaysFollow' | 'logger' | 'logDestination'> = {},
 ): Promise<TestApp> {
   const environment = await createTestEnvironment(backend);
   const extra = typeof extraEnv === 'function' ? extraEnv(environment) : extraEnv;
   const config = loadConfig({ ...environment.env, ...TEST_SERVICE_ENV, ...extra });
   let token = '';
   const app = await startApp(config, {
-    logger: pino({ level: 'silent' }),
+    ...(startOptions.logDestination ? {} : { logger: pino({ level: 'silent' }) }),
     ...startOptions,
     announceToken: (issued) => {
       token = issued.token;

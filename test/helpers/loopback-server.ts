@@ -4,7 +4,7 @@
  * pointed at it sees an outage and a recovery.
  */
 import type http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 
 export interface RestartableNode {
   /** Stop listening (unreachable) and drop connections; start() listens again on the same port. */
@@ -44,4 +44,13 @@ export async function listenOnLoopback(
   await start();
   port = (server.address() as AddressInfo).port;
   return { port, start, stop };
+}
+
+/** A loopback port with nothing listening on it (a node that refuses connections). */
+export async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }
