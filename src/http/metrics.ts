@@ -62,6 +62,13 @@ export function createMetrics() {
     registers: [registry],
   });
 
+  const clientAborts = new Counter({
+    name: 'ledgerhook_http_client_aborts_total',
+    help: 'Requests whose client closed the connection before the answer (a body cut short, a hang-up while waiting), by method and route',
+    labelNames: ['method', 'route'] as const,
+    registers: [registry],
+  });
+
   const attempts = new Counter({
     name: 'ledgerhook_delivery_attempts_total',
     help: 'Webhook delivery attempts made by this process, by outcome (delivered, retry, failed)',
@@ -287,6 +294,10 @@ export function createMetrics() {
         }
         found.requests.inc();
         found.duration.observe(reply.elapsedTime / 1000);
+      });
+      // A client that hangs up gets no response, so onResponse never counts it.
+      app.addHook('onRequestAbort', async (request) => {
+        clientAborts.inc({ method: request.method, route: request.routeOptions.url ?? 'unmatched' });
       });
     },
   };

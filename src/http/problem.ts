@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isNodeError } from '../chains/node-errors.js';
 import {
   AppError,
   ConflictError,
@@ -81,6 +82,31 @@ function validationDetail(errors: FieldError[]): string {
   return `Invalid request: ${named.join('; ')}${more}`;
 }
 
+/**
+ * True when the request's body never arrived whole because the client closed the connection
+ * (Node's "aborted", ECONNRESET): a fact about the client, whatever error it surfaced as.
+ */
+function clientAborted(request: FastifyRequest): boolean {
+  const raw = request.raw;
+  return !raw.complete && (raw.aborted || raw.destroyed || raw.socket?.destroyed === true);
+}
+
+/**
+ * What an error that is not ours is: a chain node's failure that no service put in its own
+ * words (503, without the library's message, which may quote the node's URL), a database that
+ * cannot be reached (503, an outage to wait out, not a bug), or left as it is.
+ */
+function classified(thrown: Error): Error {
+  if (thrown instanceof AppError) return thrown;
+  if (isNodeError(thrown)) {
+    const error = new UpstreamUnavailableError('A chain node is unavailable; retry later');
+    error.cause = thrown;
+    return error;
+  }
+  if (isDatabaseUnavailable(thrown)) return new DatabaseUnavailableError(thrown);
+  return thrown;
+}
+
 /** The one place where errors become HTTP responses (RFC 9457 problem details). */
 export function registerProblemHandling(
   app: FastifyInstance,
@@ -88,11 +114,16 @@ export function registerProblemHandling(
 ): void {
   app.setErrorHandler(
     (thrown: FastifyError | AppError | Error, request: FastifyRequest, reply: FastifyReply) => {
-      // A database that cannot be reached is an outage to wait out (503), not a bug (500).
-      const error =
-        !(thrown instanceof AppError) && isDatabaseUnavailable(thrown)
-          ? new DatabaseUnavailableError(thrown)
-          : thrown;
+      // The client hung up before its body was read: its socket's reset is not our outage, and
+      // nobody reads the answer. Counted by the metrics' onRequestAbort hook.
+      if (clientAborted(request)) {
+        request.log.info(
+          { reason: (thrown as { code?: unknown }).code ?? thrown.message },
+          'client aborted the request',
+        );
+        return sendProblem(reply, 400, 'client_aborted', 'The request ended before its body was complete');
+      }
+      const error = classified(thrown);
       const validation = (error as FastifyError).validation;
       if (validation) {
         const errors = toFieldErrors(
@@ -110,12 +141,10 @@ export function registerProblemHandling(
           error instanceof RateLimitedError
         )
           reply.header('Retry-After', String(error.retryAfterSeconds));
-        // An upstream's own words (its host, say) are for the operator: they are kept in `cause`.
+        // An upstream's own words (its host, say) are for the operator: they are kept in `cause`,
+        // and the log blanks its URLs' secret parts (createServiceLogger).
         if (error instanceof UpstreamUnavailableError)
-          request.log.warn(
-            { err: error, cause: (error.cause as Error | undefined)?.message },
-            'upstream unavailable',
-          );
+          request.log.warn({ err: error, cause: error.cause }, 'upstream unavailable');
         else if (error instanceof DatabaseUnavailableError)
           request.log.warn({ err: error.cause }, 'database unavailable');
         else if (status >= 500) request.log.error({ err: error }, 'request failed');
