@@ -947,7 +947,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request; `errors` names each invalid field */
+            /** @description Invalid request (or the Authorization or x-api-key header sent twice); `errors` names each invalid field or header */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1081,7 +1081,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request; `errors` names each invalid field */
+            /** @description Invalid request (or the Authorization or x-api-key header sent twice); `errors` names each invalid field or header */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1201,7 +1201,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request; `errors` names each invalid field */
+            /** @description Invalid request (or the Authorization or x-api-key header sent twice); `errors` names each invalid field or header */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1329,7 +1329,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request; `errors` names each invalid field */
+            /** @description Invalid request (or the Authorization or x-api-key header sent twice); `errors` names each invalid field or header */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1446,7 +1446,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request; `errors` names each invalid field */
+            /** @description Invalid request (or the Authorization or x-api-key header sent twice); `errors` names each invalid field or header */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1516,7 +1516,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request; `errors` names each invalid field */
+            /** @description Invalid request (or the Authorization or x-api-key header sent twice); `errors` names each invalid field or header */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1617,7 +1617,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request; `errors` names each invalid field */
+            /** @description Invalid request (or the Authorization or x-api-key header sent twice); `errors` names each invalid field or header */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1768,7 +1768,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request; `errors` names each invalid field */
+            /** @description Invalid request (or the Authorization or x-api-key header sent twice); `errors` names each invalid field or header */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1868,7 +1868,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request; `errors` names each invalid field */
+            /** @description Invalid request (or the Authorization or x-api-key header sent twice); `errors` names each invalid field or header */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1996,7 +1996,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request; `errors` names each invalid field */
+            /** @description Invalid request (or the Authorization or x-api-key header sent twice); `errors` names each invalid field or header */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2061,7 +2061,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid request; `errors` names each invalid field */
+            /** @description Invalid request (or the Authorization or x-api-key header sent twice); `errors` names each invalid field or header */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2189,7 +2189,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request; `errors` names each invalid field */
+            /** @description Invalid request (or the Authorization or x-api-key header sent twice); `errors` names each invalid field or header */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2290,7 +2290,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request; `errors` names each invalid field */
+            /** @description Invalid request (or the Authorization or x-api-key header sent twice); `errors` names each invalid field or header */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2387,7 +2387,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request; `errors` names each invalid field */
+            /** @description Invalid request (or the Authorization or x-api-key header sent twice); `errors` names each invalid field or header */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2536,7 +2536,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request; `errors` names each invalid field */
+            /** @description Invalid request (or the Authorization or x-api-key header sent twice); `errors` names each invalid field or header */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2658,7 +2658,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request; `errors` names each invalid field */
+            /** @description Invalid request (or the Authorization or x-api-key header sent twice); `errors` names each invalid field or header */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2736,7 +2736,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request; `errors` names each invalid field */
+            /** @description Invalid request (or the Authorization or x-api-key header sent twice); `errors` names each invalid field or header */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2828,7 +2828,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request; `errors` names each invalid field */
+            /** @description Invalid request (or the Authorization or x-api-key header sent twice); `errors` names each invalid field or header */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2931,7 +2931,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request; `errors` names each invalid field */
+            /** @description Invalid request (or the Authorization or x-api-key header sent twice); `errors` names each invalid field or header */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3016,7 +3016,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request; `errors` names each invalid field */
+            /** @description Invalid request (or the Authorization or x-api-key header sent twice); `errors` names each invalid field or header */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3114,7 +3114,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request; `errors` names each invalid field */
+            /** @description Invalid request (or the Authorization or x-api-key header sent twice); `errors` names each invalid field or header */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3243,7 +3243,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request; `errors` names each invalid field */
+            /** @description Invalid request (or the Authorization or x-api-key header sent twice); `errors` names each invalid field or header */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3354,7 +3354,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request; `errors` names each invalid field */
+            /** @description Invalid request (or the Authorization or x-api-key header sent twice); `errors` names each invalid field or header */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3483,7 +3483,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request; `errors` names each invalid field */
+            /** @description Invalid request (or the Authorization or x-api-key header sent twice); `errors` names each invalid field or header */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3625,7 +3625,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request; `errors` names each invalid field */
+            /** @description Invalid request (or the Authorization or x-api-key header sent twice); `errors` names each invalid field or header */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3719,7 +3719,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request; `errors` names each invalid field */
+            /** @description Invalid request (or the Authorization or x-api-key header sent twice); `errors` names each invalid field or header */
             400: {
                 headers: {
                     [name: string]: unknown;

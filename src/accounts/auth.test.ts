@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startTestApp, type TestApp } from '../../test/helpers/app.js';
 import { backends } from '../../test/helpers/env.js';
@@ -6,6 +7,36 @@ import { snapshotDatabase } from '../../test/helpers/snapshot.js';
 import { createAccounts } from './service.js';
 
 const body = { title: 'x', metadata: [], folder_id: 'f', template: 'STORAGE' };
+
+/**
+ * One request written as is (fetch joins repeated headers into one), and the whole answer: the
+ * status and the body. The server closes the connection after it (`Connection: close`).
+ */
+async function rawRequest(
+  url: string,
+  head: string,
+  payload = '',
+): Promise<{ status: number; body: unknown }> {
+  const { hostname, port } = new URL(url);
+  const text = await new Promise<string>((resolve, reject) => {
+    const socket = net.connect(Number(port), hostname, () => {
+      // Not end(): a client that half-closes may be hung up on before its answer.
+      socket.write(
+        `${head}Content-Length: ${Buffer.byteLength(payload)}\r\nConnection: close\r\n\r\n${payload}`,
+      );
+    });
+    let received = '';
+    socket.setEncoding('utf8');
+    socket.setTimeout(10_000, () => socket.destroy(new Error('no answer within 10 s')));
+    socket.on('data', (chunk) => {
+      received += chunk;
+    });
+    socket.on('end', () => resolve(received));
+    socket.on('error', reject);
+  });
+  const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]);
+  return { status, body: JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)) };
+}
 
 describe.each(backends)('API tokens on %s', (backend) => {
   let t: TestApp;
@@ -80,6 +111,37 @@ describe.each(backends)('API tokens on %s', (backend) => {
     const mixed = await t.request('GET', '/api/v1/folder', { headers: { 'x-api-key': issued.token } });
     expect(mixed.status).toBe(401);
     expect((mixed.body as { detail: string }).detail).toMatch(/x-api-key/);
+  });
+
+  test('credentials sent twice are refused with 400 naming the header, nothing written', async () => {
+    const other = await createAccounts({ db: t.app.store.db }).issueToken('twice');
+    const before = await snapshotDatabase(t.app.store);
+    const payload = JSON.stringify({ ...body, folder_id: 'twice' });
+    for (const [header, twice] of [
+      ['authorization', `Authorization: Bearer ${t.token}\r\nAuthorization: Bearer ${other.token}\r\n`],
+      // The same token twice too: a proxy in front may have read either line.
+      ['authorization', `Authorization: Bearer ${t.token}\r\nauthorization: Bearer ${t.token}\r\n`],
+      ['x-api-key', `X-Api-Key: ${t.token}\r\nX-Api-Key: ${other.token}\r\n`],
+    ] as const) {
+      const answer = await rawRequest(
+        t.app.url,
+        `POST /api/v1/registry/create HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${twice}`,
+        payload,
+      );
+      expect(answer.status, twice).toBe(400);
+      expect(answer.body).toMatchObject({
+        type: 'urn:ledgerhook:problem:validation',
+        errors: [{ header, detail: 'is sent more than once; send one' }],
+      });
+    }
+    expect(await snapshotDatabase(t.app.store)).toEqual(before);
+    // Once, the same request is served.
+    const once = await rawRequest(
+      t.app.url,
+      `POST /api/v1/registry/create HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer ${t.token}\r\n`,
+      payload,
+    );
+    expect(once.status).toBe(201);
   });
 
   test('a token revoked by another process is refused within a second, though cached; other tokens keep working', async () => {

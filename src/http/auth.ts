@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Accounts, Principal } from '../accounts/service.js';
-import { UnauthorizedError } from '../errors.js';
+import { type FieldError, UnauthorizedError, ValidationError } from '../errors.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -25,10 +25,31 @@ export function requireBearerToken(scope: FastifyInstance, accounts: Accounts): 
   });
 }
 
+/**
+ * A request with two credentials headers is refused (400), as Svix and most gateways do: Node keeps
+ * only the first Authorization header, and a proxy in front may have checked another one.
+ */
+function refuseRepeated(request: FastifyRequest): void {
+  const raw = request.raw.rawHeaders;
+  let authorization = 0;
+  let apiKey = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    // Cheap first test on length: most requests have a dozen headers, none of these twice.
+    if (name.length === 13 && name.toLowerCase() === 'authorization') authorization++;
+    else if (name.length === 9 && name.toLowerCase() === 'x-api-key') apiKey++;
+  }
+  const errors: FieldError[] = [];
+  if (authorization > 1) errors.push({ header: 'authorization', detail: 'is sent more than once; send one' });
+  if (apiKey > 1) errors.push({ header: 'x-api-key', detail: 'is sent more than once; send one' });
+  if (errors.length > 0) throw new ValidationError('Credentials sent more than once', errors);
+}
+
 function presentedToken(request: FastifyRequest): string {
+  refuseRepeated(request);
   const header = request.headers.authorization;
-  const apiKey = request.headers['x-api-key'];
-  if (Array.isArray(apiKey)) throw new UnauthorizedError('Send one x-api-key header, not several');
+  // One at most (refuseRepeated): Node would have joined several into one string.
+  const apiKey = request.headers['x-api-key'] as string | undefined;
   let bearer: string | undefined;
   if (header !== undefined) {
     const match = BEARER.exec(header);

@@ -25,7 +25,7 @@ export const ProblemSchema = Type.Object(
 );
 
 const PROBLEM_DESCRIPTIONS: Record<number, string> = {
-  400: 'Invalid request; `errors` names each invalid field',
+  400: 'Invalid request (or the Authorization or x-api-key header sent twice); `errors` names each invalid field or header',
   401: 'Missing, malformed, unknown or revoked API token',
   404: 'Not found (or owned by another account)',
   405: 'The path exists, but not with this method; `Allow` lists the methods it has',
@@ -46,10 +46,11 @@ export function problemResponse(status: number, description = PROBLEM_DESCRIPTIO
 
 /**
  * Error responses of an authenticated route: `statuses`, and those every such route may answer
- * (401 without a valid token, 429 over the rate limit, 503 while the database is unavailable).
+ * (400 with credentials sent twice, 401 without a valid token, 429 over the rate limit, 503 while
+ * the database is unavailable).
  */
 export function problemResponses(...statuses: number[]) {
-  const all = [...new Set([...statuses, 401, 429, 503])].sort();
+  const all = [...new Set([...statuses, 400, 401, 429, 503])].sort();
   return Object.fromEntries(all.map((s) => [s, problemResponse(s)]));
 }
 
