@@ -33,8 +33,21 @@ function configError(fn: () => unknown): ConfigError {
 describe('the built-in catalog', () => {
   const catalog = loadNetworks({});
 
-  test('lists ETH, BSC, POL, GLRM, ALGO, BTC and SOL', () => {
-    expect(catalog.names()).toEqual(['ETH', 'BSC', 'POL', 'GLRM', 'ALGO', 'BTC', 'SOL']);
+  test('lists ETH, BSC, POL, GLRM, BASE, ARB, OP, AVAX, SEPOLIA, ALGO, BTC and SOL', () => {
+    expect(catalog.names()).toEqual([
+      'ETH',
+      'BSC',
+      'POL',
+      'GLRM',
+      'BASE',
+      'ARB',
+      'OP',
+      'AVAX',
+      'SEPOLIA',
+      'ALGO',
+      'BTC',
+      'SOL',
+    ]);
     expect(catalog.list().map((n) => n.name)).toEqual(catalog.names());
   });
 
@@ -43,6 +56,11 @@ describe('the built-in catalog', () => {
     ['BSC', 'evm', 56, 'BNB', 18],
     ['POL', 'evm', 137, 'POL', 18],
     ['GLRM', 'evm', 1284, 'GLMR', 18],
+    ['BASE', 'evm', 8453, 'ETH', 18],
+    ['ARB', 'evm', 42161, 'ETH', 18],
+    ['OP', 'evm', 10, 'ETH', 18],
+    ['AVAX', 'evm', 43114, 'AVAX', 18],
+    ['SEPOLIA', 'evm', 11155111, 'ETH', 18],
     ['ALGO', 'algorand', undefined, 'ALGO', 6],
     ['BTC', 'bitcoin', undefined, 'BTC', 8],
     ['SOL', 'solana', undefined, 'SOL', 9],
@@ -62,7 +80,7 @@ describe('the built-in catalog', () => {
   );
 
   test('EVM networks have WebSocket endpoints and ALGO an indexer', () => {
-    for (const name of ['ETH', 'BSC', 'POL', 'GLRM']) {
+    for (const name of ['ETH', 'BSC', 'POL', 'GLRM', 'BASE', 'ARB', 'OP', 'AVAX', 'SEPOLIA']) {
       expect(catalog.find(name)!.wsUrls.every((u) => /^wss?:/.test(u))).toBe(true);
       expect(catalog.find(name)!.wsUrls.length).toBeGreaterThan(0);
     }
@@ -85,6 +103,13 @@ describe('the built-in catalog', () => {
     ['bsc-mainnet', 'BSC'],
     ['polygon-mainnet', 'POL'],
     ['moonbeam-mainnet', 'GLRM'],
+    ['base-mainnet', 'BASE'],
+    ['arb-one-mainnet', 'ARB'],
+    ['arbitrum-one-mainnet', 'ARB'],
+    ['optimism-mainnet', 'OP'],
+    ['avax-mainnet', 'AVAX'],
+    ['avalanche-c-mainnet', 'AVAX'],
+    ['ethereum-sepolia', 'SEPOLIA'],
     ['bitcoin-mainnet', 'BTC'],
     ['solana-mainnet', 'SOL'],
     ['algorand-mainnet', 'ALGO'],
@@ -96,8 +121,70 @@ describe('the built-in catalog', () => {
   });
 
   test('Tatum testnet names are not taken for mainnets', () => {
-    for (const name of ['ethereum-sepolia', 'bitcoin-testnet', 'solana-devnet', 'algorand-testnet'])
+    for (const name of ['bitcoin-testnet', 'solana-devnet', 'algorand-testnet'])
       expect(catalog.find(name)).toBeUndefined();
+    // ethereum-sepolia is the Sepolia testnet, never Ethereum mainnet.
+    expect(catalog.find('ethereum-sepolia')).toBe(catalog.find('SEPOLIA'));
+    expect(catalog.find('ethereum-sepolia')!.chainId).toBe(11155111);
+    expect(catalog.find('ETH')!.aliases).not.toContain('ETHEREUM-SEPOLIA');
+  });
+
+  describe.each([
+    ['BASE', 8453, 'ETH', ['BASE-MAINNET'], 'base-rpc.publicnode.com'],
+    [
+      'ARB',
+      42161,
+      'ETH',
+      ['ARB-ONE-MAINNET', 'ARBITRUM-ONE-MAINNET', 'ARBITRUM'],
+      'arbitrum-one-rpc.publicnode.com',
+    ],
+    ['OP', 10, 'ETH', ['OPTIMISM', 'OPTIMISM-MAINNET'], 'optimism-rpc.publicnode.com'],
+    ['AVAX', 43114, 'AVAX', ['AVAX-MAINNET', 'AVALANCHE-C-MAINNET'], 'avalanche-c-chain-rpc.publicnode.com'],
+    ['SEPOLIA', 11155111, 'ETH', ['ETHEREUM-SEPOLIA'], 'ethereum-sepolia-rpc.publicnode.com'],
+  ] as const)('%s (chain id %i, native %s)', (name, chainId, symbol, aliases, host) => {
+    const n = catalog.find(name)!;
+
+    test('is a built-in EVM network with its chain id, native asset and confirmations', () => {
+      expect(n).toMatchObject({
+        name,
+        family: 'evm',
+        chainId,
+        symbol,
+        decimals: 18,
+        defaultConfirmations: 1,
+      });
+      expect(n.addressFormat).toBe(catalog.find('ETH')!.addressFormat);
+      expect(n.indexerUrls).toEqual([]);
+    });
+
+    test('resolves from each of its aliases, in any case, and the aliases are not networks', () => {
+      expect(n.aliases).toEqual([...aliases]);
+      for (const alias of aliases) {
+        expect(catalog.find(alias)).toBe(n);
+        expect(catalog.find(alias.toLowerCase())).toBe(n);
+        expect(catalog.names()).not.toContain(alias);
+      }
+      expect(catalog.find(name.toLowerCase())).toBe(n);
+    });
+
+    test('defaults to the public publicnode.com endpoints over https and wss (never contacted here)', () => {
+      expect(n.rpcUrls).toEqual([`https://${host}`]);
+      expect(n.wsUrls).toEqual([`wss://${host}`]);
+    });
+
+    test('its endpoints are overridable by LEDGERHOOK_RPC_ and LEDGERHOOK_WS_', () => {
+      const own = loadNetworks({
+        [`LEDGERHOOK_RPC_${name}`]: 'http://127.0.0.1:8545',
+        [`LEDGERHOOK_WS_${name}`]: 'ws://127.0.0.1:8546',
+      }).find(name)!;
+      expect(own.rpcUrls).toEqual(['http://127.0.0.1:8545']);
+      expect(own.wsUrls).toEqual(['ws://127.0.0.1:8546']);
+    });
+  });
+
+  test('every EVM network has its own chain id', () => {
+    const ids = catalog.list().flatMap((n) => (n.family === 'evm' ? [n.chainId] : []));
+    expect(new Set(ids).size).toBe(ids.length);
   });
 
   test('the catalog is a fresh copy per load: changing one does not change another', () => {
@@ -154,36 +241,36 @@ describe('the config file (LEDGERHOOK_CONFIG)', () => {
   test('adds an EVM network by configuration alone and overrides a built-in one', () => {
     const file = configFile({
       networks: {
-        ARB: {
+        L2DEV: {
           family: 'evm',
-          chainId: 42161,
+          chainId: 901,
           symbol: 'ETH',
-          rpc: ['https://arb1.arbitrum.io/rpc'],
-          ws: 'wss://arb1.example.com/ws',
-          aliases: ['arbitrum'],
+          rpc: ['http://127.0.0.1:9545'],
+          ws: 'ws://127.0.0.1:9546',
+          aliases: ['l2_devnet'],
         },
         BSC: { rpc: 'https://bsc.internal.example:8545' },
       },
     });
     const catalog = loadNetworks({ LEDGERHOOK_CONFIG: file });
-    expect(catalog.names()).toEqual(['ETH', 'BSC', 'POL', 'GLRM', 'ALGO', 'BTC', 'SOL', 'ARB']);
-    expect(catalog.find('ARB')).toEqual({
-      name: 'ARB',
-      aliases: ['ARBITRUM'],
+    expect(catalog.names()).toEqual([...loadNetworks({}).names(), 'L2DEV']);
+    expect(catalog.find('L2DEV')).toEqual({
+      name: 'L2DEV',
+      aliases: ['L2_DEVNET'],
       family: 'evm',
-      chainId: 42161,
+      chainId: 901,
       symbol: 'ETH',
       decimals: 18,
-      rpcUrls: ['https://arb1.arbitrum.io/rpc'],
-      wsUrls: ['wss://arb1.example.com/ws'],
+      rpcUrls: ['http://127.0.0.1:9545'],
+      wsUrls: ['ws://127.0.0.1:9546'],
       indexerUrls: [],
       addressFormat: catalog.find('ETH')!.addressFormat,
       defaultConfirmations: 1,
     });
-    expect(catalog.find('arbitrum')).toBe(catalog.find('ARB'));
+    expect(catalog.find('l2_devnet')).toBe(catalog.find('L2DEV'));
     // Its addresses are validated like every EVM network's.
     const lower = '0xd8da6bf26964af9d7eed9e03e53415d37aa96045';
-    expect(normalizeAddress(catalog.find('ARB')!.family, lower)).toEqual({
+    expect(normalizeAddress(catalog.find('L2DEV')!.family, lower)).toEqual({
       ok: true,
       address: '0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045',
     });
@@ -202,10 +289,20 @@ describe('the config file (LEDGERHOOK_CONFIG)', () => {
 
   test('a network added by file takes its environment overrides too', () => {
     const file = configFile({
-      networks: { ARB: { family: 'evm', chainId: 42161, symbol: 'ETH', rpc: 'https://a.example' } },
+      networks: { L2DEV: { family: 'evm', chainId: 901, symbol: 'ETH', rpc: 'https://a.example' } },
     });
-    const catalog = loadNetworks({ LEDGERHOOK_CONFIG: file, LEDGERHOOK_RPC_ARB: 'http://127.0.0.1:9999' });
-    expect(catalog.find('ARB')!.rpcUrls).toEqual(['http://127.0.0.1:9999']);
+    const catalog = loadNetworks({ LEDGERHOOK_CONFIG: file, LEDGERHOOK_RPC_L2DEV: 'http://127.0.0.1:9999' });
+    expect(catalog.find('L2DEV')!.rpcUrls).toEqual(['http://127.0.0.1:9999']);
+  });
+
+  test('a built-in rollup can be pointed at a node of its own by the file, keeping the rest', () => {
+    const file = configFile({ networks: { ARB: { rpc: 'http://10.0.0.5:8547', ws: 'ws://10.0.0.5:8548' } } });
+    const arb = loadNetworks({ LEDGERHOOK_CONFIG: file }).find('arbitrum-one-mainnet')!;
+    expect(arb).toEqual({
+      ...loadNetworks({}).find('ARB')!,
+      rpcUrls: ['http://10.0.0.5:8547'],
+      wsUrls: ['ws://10.0.0.5:8548'],
+    });
   });
 
   test('custom confirmations and decimals are kept', () => {
@@ -473,5 +570,31 @@ describe('the commitment of a Solana network', () => {
     );
     const onEth = configFile({ networks: { ETH: { commitment: 'finalized' } } });
     expect(() => loadNetworks({ LEDGERHOOK_CONFIG: onEth })).toThrow(/networks\.ETH\.commitment/);
+  });
+});
+
+describe('the traces setting of an EVM network', () => {
+  test('auto unless set, in the config file or by LEDGERHOOK_TRACES_<NAME> (which wins)', () => {
+    expect(loadNetworks({}).find('ETH')?.traces).toBeUndefined();
+    const file = configFile({ networks: { ETH: { traces: 'parity' }, BSC: { traces: 'off' } } });
+    const networks = loadNetworks({ LEDGERHOOK_CONFIG: file, LEDGERHOOK_TRACES_BSC: 'debug' });
+    expect(networks.find('ETH')?.traces).toBe('parity');
+    expect(networks.find('BSC')?.traces).toBe('debug');
+  });
+
+  test('an unknown value, or traces on another family, is a configuration error naming it', () => {
+    const unknown = configFile({ networks: { ETH: { traces: 'geth' } } });
+    expect(() => loadNetworks({ LEDGERHOOK_CONFIG: unknown })).toThrow(ConfigError);
+    expect(() => loadNetworks({ LEDGERHOOK_CONFIG: unknown })).toThrow(
+      /networks\.ETH\.traces must be one of auto, debug, parity, off/,
+    );
+    expect(() => loadNetworks({ LEDGERHOOK_TRACES_ETH: 'yes' })).toThrow(
+      /^LEDGERHOOK_TRACES_ETH must be one of/,
+    );
+    expect(() => loadNetworks({ LEDGERHOOK_TRACES_BTC: 'auto' })).toThrow(
+      /LEDGERHOOK_TRACES_BTC.*EVM network/,
+    );
+    const onSol = configFile({ networks: { SOL: { traces: 'auto' } } });
+    expect(() => loadNetworks({ LEDGERHOOK_CONFIG: onSol })).toThrow(/networks\.SOL\.traces/);
   });
 });

@@ -36,11 +36,20 @@ export interface Network {
   commitment?: SolanaCommitment;
   /** Bitcoin only: whose address prefixes the network uses (mainnet unless configured). */
   bitcoinChain?: BitcoinChain;
+  /**
+   * EVM only: how internal transfers are read from the node's traces: `auto` (the default) probes
+   * `debug_traceBlockByNumber` with callTracer, then `trace_block`; `debug` and `parity` use one;
+   * `off` reads none (internal transfers are not notified).
+   */
+  traces?: TracesSetting;
   /** How addresses are written, for error messages. */
   addressFormat: string;
   /** Confirmations a subscription waits for unless it asks otherwise. */
   defaultConfirmations: number;
 }
+
+export const TRACES_SETTINGS = ['auto', 'debug', 'parity', 'off'] as const;
+export type TracesSetting = (typeof TRACES_SETTINGS)[number];
 
 export const SOLANA_COMMITMENTS = ['confirmed', 'finalized'] as const;
 export type SolanaCommitment = (typeof SOLANA_COMMITMENTS)[number];
@@ -110,6 +119,66 @@ const BUILT_IN: NetworkDefaults[] = [
     wsUrls: ['wss://wss.api.moonbeam.network'],
     indexerUrls: [],
   },
+  // The rollups, Avalanche and the Ethereum testnet. Names are Tatum's v3 tickers (BASE, ARB, OP,
+  // AVAX); the aliases its v4 chain names, old and current (tatum-js src/dto/Network.ts:
+  // base-mainnet, arb-one-mainnet / arbitrum-one-mainnet, optimism-mainnet, avax-mainnet /
+  // avalanche-c-mainnet, ethereum-sepolia). Their fees are worked out in evm/fees.ts (L1 data fee,
+  // operator fee, blob gas).
+  {
+    name: 'BASE',
+    aliases: ['BASE-MAINNET'],
+    family: 'evm',
+    chainId: 8453,
+    symbol: 'ETH',
+    decimals: 18,
+    rpcUrls: ['https://base-rpc.publicnode.com'],
+    wsUrls: ['wss://base-rpc.publicnode.com'],
+    indexerUrls: [],
+  },
+  {
+    name: 'ARB',
+    aliases: ['ARB-ONE-MAINNET', 'ARBITRUM-ONE-MAINNET', 'ARBITRUM'],
+    family: 'evm',
+    chainId: 42161,
+    symbol: 'ETH',
+    decimals: 18,
+    rpcUrls: ['https://arbitrum-one-rpc.publicnode.com'],
+    wsUrls: ['wss://arbitrum-one-rpc.publicnode.com'],
+    indexerUrls: [],
+  },
+  {
+    name: 'OP',
+    aliases: ['OPTIMISM', 'OPTIMISM-MAINNET'],
+    family: 'evm',
+    chainId: 10,
+    symbol: 'ETH',
+    decimals: 18,
+    rpcUrls: ['https://optimism-rpc.publicnode.com'],
+    wsUrls: ['wss://optimism-rpc.publicnode.com'],
+    indexerUrls: [],
+  },
+  {
+    name: 'AVAX',
+    aliases: ['AVAX-MAINNET', 'AVALANCHE-C-MAINNET'],
+    family: 'evm',
+    chainId: 43114,
+    symbol: 'AVAX',
+    decimals: 18,
+    rpcUrls: ['https://avalanche-c-chain-rpc.publicnode.com'],
+    wsUrls: ['wss://avalanche-c-chain-rpc.publicnode.com'],
+    indexerUrls: [],
+  },
+  {
+    name: 'SEPOLIA',
+    aliases: ['ETHEREUM-SEPOLIA'],
+    family: 'evm',
+    chainId: 11155111,
+    symbol: 'ETH',
+    decimals: 18,
+    rpcUrls: ['https://ethereum-sepolia-rpc.publicnode.com'],
+    wsUrls: ['wss://ethereum-sepolia-rpc.publicnode.com'],
+    indexerUrls: [],
+  },
   {
     name: 'ALGO',
     aliases: ['ALGORAND-MAINNET', 'ALGORAND-MAINNET-ALGOD', 'ALGORAND-MAINNET-INDEXER'],
@@ -174,6 +243,17 @@ interface FileNetwork {
   commitment?: string;
   genesisId?: string;
   genesisHash?: string;
+  traces?: string;
+}
+
+/** A `traces` setting checked: one of TRACES_SETTINGS, on an EVM network. */
+function tracesSetting(value: unknown, family: Family, where: string): TracesSetting {
+  if (family !== 'evm' || !(TRACES_SETTINGS as readonly unknown[]).includes(value))
+    throw new ConfigError(
+      where,
+      `must be one of ${TRACES_SETTINGS.join(', ')}, for an EVM network (got "${String(value)}")`,
+    );
+  return value as TracesSetting;
 }
 
 function urls(value: unknown, where: string): string[] {
@@ -300,6 +380,11 @@ export function loadNetworks(
         ...((spec.bitcoinChain ?? base?.bitcoinChain) === undefined
           ? {}
           : { bitcoinChain: (spec.bitcoinChain ?? base?.bitcoinChain) as BitcoinChain }),
+        ...(spec.traces === undefined
+          ? base?.traces === undefined
+            ? {}
+            : { traces: base.traces }
+          : { traces: tracesSetting(spec.traces, family, `${where}.traces`) }),
       });
     }
   }
@@ -313,6 +398,8 @@ export function loadNetworks(
     if (indexer?.trim()) n.indexerUrls = urls(indexer, `LEDGERHOOK_INDEXER_${n.name}`);
     const api = env[`LEDGERHOOK_API_${n.name}`]?.trim();
     if (api) n.api = api;
+    const traces = env[`LEDGERHOOK_TRACES_${n.name}`]?.trim();
+    if (traces) n.traces = tracesSetting(traces, n.family, `LEDGERHOOK_TRACES_${n.name}`);
   }
   for (const n of byName.values()) {
     const apis = NODE_APIS[n.family];
