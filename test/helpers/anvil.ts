@@ -23,7 +23,30 @@ import {
 import { privateKeyToAccount } from 'viem/accounts';
 import type { Anvil } from '../../src/chains/evm/anvil.js';
 
-export type ContractName = 'TestToken' | 'TestNFT' | 'TestMulti' | 'Sink' | 'OddToken' | 'RawLogs';
+export type ContractName =
+  | 'TestToken'
+  | 'TestNFT'
+  | 'TestMulti'
+  | 'Sink'
+  | 'OddToken'
+  | 'RawLogs'
+  // Internal transfers (InternalTransfers.sol, MiniAccount.sol; test/e2e/anvil-traces.test.ts).
+  | 'Forwarder'
+  | 'BatchPayer'
+  | 'RelayA'
+  | 'RelayB'
+  | 'RelayC'
+  | 'Reverter'
+  | 'Swallower'
+  | 'ValueChild'
+  | 'ChildFactory'
+  | 'Doomed'
+  | 'DoomedFactory'
+  | 'DelegateImpl'
+  | 'DelegateKeeper'
+  | 'MiniAccount'
+  | 'MiniEntryPoint'
+  | 'Misfirer';
 
 export interface Artifact {
   abi: Abi;
