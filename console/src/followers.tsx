@@ -39,13 +39,15 @@ export function FollowersView() {
         </p>
       </div>
       <p class="muted">
-        Height is the last block this service processed, head the latest its node knows, lag the difference. A
-        network is followed once it has a subscription; these are the service's, the same for every account.
+        Height is the last block this service processed, head the latest its node knows, lag the difference.
+        On EVM networks, internal transfers (value moved by contract calls) are notified only where the node
+        answers trace methods. A network is followed once it has a subscription; these are the service's, the
+        same for every account.
       </p>
       <ProblemAlert problem={ready.problem} />
       <Table
         caption="Chain followers of this service"
-        columns={['Network', 'Height', 'Head', 'Lag', 'Health', 'Last error']}
+        columns={['Network', 'Height', 'Head', 'Lag', 'Health', 'Internal transfers', 'Last error']}
         empty={
           ready.data &&
           networks.length === 0 && (
@@ -61,6 +63,17 @@ export function FollowersView() {
             <td>{f.height !== null && f.head !== null ? Math.max(0, f.head - f.height) : '—'}</td>
             <td>
               <Badge value={health(f)} />
+            </td>
+            <td>
+              {f.internalTransfers === undefined ? (
+                <span class="muted">—</span>
+              ) : f.internalTransfers ? (
+                'read from traces'
+              ) : (
+                <span title={f.internalTransfersReason ?? undefined}>
+                  not notified{f.internalTransfersReason ? `: ${f.internalTransfersReason}` : ''}
+                </span>
+              )}
             </td>
             <td>{f.lastError ?? <span class="muted">—</span>}</td>
           </tr>

@@ -63,11 +63,14 @@ function summary(n: Notification): string {
   if (body.reorg === true) parts.push('withdrawn (reorg)');
   if (body.test === true) parts.push('test');
   const amount = text('amount');
+  const kind = text('type');
+  // A fee paid (attr.fees) and value moved by a contract call (from traces) read as what they are.
+  if (kind === 'fee') parts.push(body.failed === true ? 'fee of a failed transaction' : 'fee');
+  if (body.internal === true) parts.push(`internal transfer (call ${text('traceAddress') ?? '?'})`);
   if (amount) parts.push(`${amount} ${text('asset') ?? ''}`.trim());
   const tx = text('txId');
   if (tx) parts.push(`tx ${shortText(tx)}`);
-  const type = text('type');
-  if (type?.startsWith('registry.')) parts.push(type);
+  if (kind?.startsWith('registry.')) parts.push(kind);
   if (body.mempool === true) parts.push('in mempool');
   else if (typeof body.blockNumber === 'number') parts.push(`block ${body.blockNumber}`);
   return parts.join(' · ');

@@ -858,6 +858,10 @@ export interface operations {
                             lastError: string | null;
                             /** @description another process follows this network; this one waits to take over */
                             standby: boolean;
+                            /** @description EVM networks: whether internal transfers (native value moved by contract calls) are read from the node’s traces; false with `internalTransfersReason` when the network’s `traces` setting is off or its node refuses both trace methods */
+                            internalTransfers?: boolean;
+                            /** @description Why internal transfers are not read; null while they are */
+                            internalTransfersReason?: string | null;
                         }[];
                     };
                 };
@@ -1735,6 +1739,8 @@ export interface operations {
                                 url: string;
                                 /** @description REGISTRY_EVENTS only */
                                 registryId?: string;
+                                /** @description Present (true) when fee notifications were asked for */
+                                fees?: boolean;
                             };
                             mempool: boolean;
                             confirmations: number;
@@ -1830,6 +1836,8 @@ export interface operations {
                         chain: string;
                         /** @description http(s) endpoint that receives the notifications */
                         url: string;
+                        /** @description EVM only (default false): also a `type: "fee"` notification for each mined transaction a watched address sent, `failed: true` when it reverted (Tatum’s PAID_FEE and OUTGOING_FAILED_TX). Elsewhere a notification’s amount already includes the fee */
+                        fees?: boolean;
                     };
                     /** @description EVM only; default true there */
                     mempool?: boolean;
@@ -1965,6 +1973,8 @@ export interface operations {
                             url: string;
                             /** @description REGISTRY_EVENTS only */
                             registryId?: string;
+                            /** @description Present (true) when fee notifications were asked for */
+                            fees?: boolean;
                         };
                         mempool: boolean;
                         confirmations: number;
@@ -2158,6 +2168,8 @@ export interface operations {
                             url: string;
                             /** @description REGISTRY_EVENTS only */
                             registryId?: string;
+                            /** @description Present (true) when fee notifications were asked for */
+                            fees?: boolean;
                         };
                         mempool: boolean;
                         confirmations: number;

@@ -4,6 +4,7 @@ import { bitcoinHistory } from '../chains/bitcoin/history.js';
 import { bitcoinParams } from '../chains/bitcoin/params.js';
 import { createTokenInfoCache } from '../chains/evm/activity.js';
 import { evmHistory } from '../chains/evm/history.js';
+import { createTraceReader } from '../chains/evm/trace-reader.js';
 import type { Network } from '../chains/networks.js';
 import { solanaHistory } from '../chains/solana/history.js';
 import type { HistorySource } from '../chains/source.js';
@@ -50,6 +51,7 @@ export function backfillFamily(network: Network, options: FamilyOptions): Backfi
         client,
         throttle: options.throttle,
         chunk: options.chunk,
+        traces: createTraceReader(client, network.traces ?? 'auto'),
       }) as HistorySource<unknown>,
       matcher: (index) => evmMatcher({ network, index, tokens }) as BlockMatcher<unknown>,
       caseless: true,

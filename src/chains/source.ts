@@ -37,6 +37,18 @@ export interface BlockSource<Activity> {
    * a lost announcement only costs latency. The returned function must not wait on the node.
    */
   watchHeads?(onHead: () => void): () => void;
+  /**
+   * What the family reads beyond blocks and whether it can now, shown beside the follower's
+   * status in /readyz: on EVM, whether internal transfers are read (the node has traces).
+   */
+  status?(): SourceStatus;
+}
+
+export interface SourceStatus {
+  /** EVM: internal transfers are read from the node's traces. */
+  internalTransfers?: boolean;
+  /** Why they are not (off by setting, the node refuses trace methods); null while they are. */
+  internalTransfersReason?: string | null;
 }
 
 /**

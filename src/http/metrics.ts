@@ -131,6 +131,12 @@ export function createMetrics() {
   perNetwork('ledgerhook_follower_healthy', '1 while the follower’s last round succeeded', followers, (s) =>
     s.healthy ? 1 : 0,
   );
+  perNetwork(
+    'ledgerhook_internal_transfers_available',
+    'EVM networks: 1 while internal transfers are read from the node’s traces, 0 while they are not (traces off, or refused by the node)',
+    followers,
+    (s) => (s.internalTransfers === undefined ? null : s.internalTransfers ? 1 : 0),
+  );
   perNetwork('ledgerhook_follower_standby', '1 while another process holds the network', followers, (s) =>
     s.standby ? 1 : 0,
   );

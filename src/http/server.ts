@@ -227,6 +227,17 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
                 standby: Type.Boolean({
                   description: 'another process follows this network; this one waits to take over',
                 }),
+                internalTransfers: Type.Optional(
+                  Type.Boolean({
+                    description:
+                      'EVM networks: whether internal transfers (native value moved by contract calls) are read from the node’s traces; false with `internalTransfersReason` when the network’s `traces` setting is off or its node refuses both trace methods',
+                  }),
+                ),
+                internalTransfersReason: Type.Optional(
+                  Type.Union([Type.String(), Type.Null()], {
+                    description: 'Why internal transfers are not read; null while they are',
+                  }),
+                ),
               }),
             ),
           }),

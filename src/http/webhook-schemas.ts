@@ -17,8 +17,9 @@ const AddressTransactionEvent = Type.Object(
         'On EVM chains the sender of the transfer; on other chains the watched address (see `watchedAddress`)',
     }),
     txId: Type.String({ description: 'Transaction id (hash, signature) as the chain writes it' }),
-    type: Type.Union([Type.Literal('native'), Type.Literal('token')], {
-      description: '`native` for the chain’s own asset, `token` for a token or NFT',
+    type: Type.Union([Type.Literal('native'), Type.Literal('token'), Type.Literal('fee')], {
+      description:
+        '`native` for the chain’s own asset, `token` for a token or NFT, `fee` (EVM, with `attr.fees`) for the fee a watched sender paid for a mined transaction',
     }),
     blockNumber: Type.Optional(
       Type.Integer({
@@ -45,7 +46,26 @@ const AddressTransactionEvent = Type.Object(
     ),
     counterAddress: Type.Optional(
       Type.String({
-        description: 'On EVM chains the recipient; elsewhere the single counterparty, absent if several',
+        description:
+          'On EVM chains the recipient (absent on a `fee`); elsewhere the single counterparty, absent if several',
+      }),
+    ),
+    internal: Type.Optional(
+      Type.Literal(true, {
+        description:
+          'EVM: native value moved by a contract call (an internal transfer), found in the block’s traces; `address` is the sending contract',
+      }),
+    ),
+    traceAddress: Type.Optional(
+      Type.String({
+        description:
+          'With `internal`: the call’s position below the transaction’s call, child indexes joined by dots (every child counted, static and delegate calls included)',
+        examples: ['0.2.1'],
+      }),
+    ),
+    failed: Type.Optional(
+      Type.Literal(true, {
+        description: 'On a `fee`: the transaction reverted; it moved nothing, but its fee was paid',
       }),
     ),
     addressesRiskRatio: Type.Optional(

@@ -5,6 +5,8 @@ export interface WatchedEndpoint {
   network: string;
   confirmations: number;
   mempool: boolean;
+  /** EVM: also a `type: "fee"` notification for each mined transaction the address sent. */
+  fees?: boolean;
 }
 
 /** A subscription as a lookup finds it: `address` is the one of its addresses that matched. */

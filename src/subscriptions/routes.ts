@@ -72,13 +72,19 @@ const CreateBody = Type.Object(
         chain: Type.String({
           minLength: 1,
           maxLength: 32,
-          description: 'A configured network: ETH, BSC, POL, GLRM, ALGO, BTC, SOL…',
+          description: 'A configured network: ETH, BSC, POL, GLRM, BASE, ARB, OP, AVAX, SEPOLIA, ALGO, BTC, SOL…',
         }),
         url: Type.String({
           minLength: 1,
           maxLength: 2048,
           description: 'http(s) endpoint that receives the notifications',
         }),
+        fees: Type.Optional(
+          Type.Boolean({
+            description:
+              'EVM only (default false): also a `type: "fee"` notification for each mined transaction a watched address sent, `failed: true` when it reverted (Tatum’s PAID_FEE and OUTGOING_FAILED_TX). Elsewhere a notification’s amount already includes the fee',
+          }),
+        ),
       },
       { additionalProperties: false },
     ),
@@ -110,6 +116,9 @@ const Subscription = Type.Object({
       chain: Type.Optional(Type.String()),
       url: Type.String(),
       registryId: Type.Optional(Type.String({ description: 'REGISTRY_EVENTS only' })),
+      fees: Type.Optional(
+        Type.Boolean({ description: 'Present (true) when fee notifications were asked for' }),
+      ),
     },
     {
       description:

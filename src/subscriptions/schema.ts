@@ -43,6 +43,8 @@ export const subscriptions = pgTable(
     registryId: uuid('registry_id'),
     url: text('url').notNull(),
     mempool: boolean('mempool').notNull().default(false),
+    /** EVM: also a `type: "fee"` notification for each mined transaction the address sent. */
+    fees: boolean('fees').notNull().default(false),
     confirmations: integer('confirmations').notNull().default(1),
     ack: text('ack').notNull().default('status'),
     /** hmac (`whsec_` secrets, `v1` signatures) or ed25519 (`whsk_` keys, `v1a` signatures). */

@@ -43,7 +43,7 @@ const STORED_CHANGE_TTL = '10 minutes';
 export interface CreateSubscriptionInput {
   type: typeof ADDRESS_TRANSACTION;
   /** `address` (one) or `addresses` (a list, managed by /subscription/{id}/addresses). */
-  attr: { address?: string; addresses?: string[]; chain: string; url: string };
+  attr: { address?: string; addresses?: string[]; chain: string; url: string; fees?: boolean };
   mempool?: boolean;
   confirmations?: number;
   ack?: 'status' | '2xx';
@@ -85,7 +85,14 @@ export interface WatchedAddressView {
 export interface SubscriptionView {
   id: string;
   type: string;
-  attr: { address?: string; addressCount?: number; chain?: string; url: string; registryId?: string };
+  attr: {
+    address?: string;
+    addressCount?: number;
+    chain?: string;
+    url: string;
+    registryId?: string;
+    fees?: boolean;
+  };
   mempool: boolean;
   confirmations: number;
   ack: string;
@@ -290,6 +297,7 @@ export function createSubscriptions(deps: {
         : row.address !== null
           ? { address: row.address, chain: row.network ?? '', url: row.url }
           : { chain: row.network ?? '', url: row.url, addressCount: row.addressCount };
+    if (row.fees) attr.fees = true;
     return {
       id: row.id,
       type: row.type,
@@ -554,6 +562,13 @@ export function createSubscriptions(deps: {
             detail: `is only available on EVM networks, not ${network.name}`,
           });
         }
+        // Elsewhere a notification's amount already includes the fee its payer paid.
+        if (input.attr.fees === true && network.family !== 'evm') {
+          errors.push({
+            pointer: '#/attr/fees',
+            detail: `is only available on EVM networks; on ${network.name} a notification's amount already includes the fee`,
+          });
+        }
       }
       if (errors.length > 0)
         throw invalid.count > 1
@@ -566,6 +581,7 @@ export function createSubscriptions(deps: {
         network: net.name,
         confirmations: input.confirmations ?? net.defaultConfirmations,
         mempool: input.mempool ?? net.family === 'evm',
+        fees: input.attr.fees === true,
       };
       const single = many === undefined ? addresses[0]! : undefined;
       const change = (id: string): SubscriptionChange =>

@@ -647,6 +647,21 @@ describe.each(backends)('subscription API on %s', (backend) => {
       expect(problem.errors![0]!.detail).toContain('EVM');
     });
 
+    test.each(['BTC', 'ALGO', 'SOL'])('attr.fees: true on %s names #/attr/fees', async (chain) => {
+      const address = { BTC: BTC_P2WPKH, ALGO: ALGO_REAL, SOL: SOL_WRAPPED }[chain]!;
+      const body = subscriptionBody(chain, address, quietUrl) as { attr: Record<string, unknown> };
+      const problem = await expectRejected(t, { ...body, attr: { ...body.attr, fees: true } }, '#/attr/fees');
+      expect(problem.errors![0]!.detail).toMatch(/EVM networks; on .* already includes the fee/);
+    });
+
+    test('attr.fees on an EVM network is kept and shown; a non-boolean names #/attr/fees', async () => {
+      const body = subscriptionBody('ETH', evmLower, quietUrlOf()) as { attr: Record<string, unknown> };
+      const created = await create({ ...body, attr: { ...body.attr, fees: true } });
+      const view = (await t.request('GET', `${API}/${created.id}`)).body as View;
+      expect(view.attr).toMatchObject({ fees: true });
+      await expectRejected(t, { ...body, attr: { ...body.attr, fees: 'yes' } }, '#/attr/fees');
+    });
+
     test.each([
       ['ack "maybe"', { ack: 'maybe' }, '#/ack'],
       ['ack 200', { ack: 200 }, '#/ack'],

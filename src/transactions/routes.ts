@@ -48,6 +48,30 @@ const TransactionSchema = Type.Unsafe({
     txType: string(
       'Algorand tx-type; EVM create, transfer or call; Bitcoin coinbase or transfer; Solana the instruction',
     ),
+    internalTransfers: {
+      type: 'array',
+      description:
+        'EVM, where the node has traces (absent where it has none): native value the transaction’s contract calls moved, in call order; empty when none did, or when the transaction reverted',
+      items: {
+        type: 'object',
+        required: ['traceAddress', 'type', 'from', 'to', 'value'],
+        properties: {
+          traceAddress: {
+            type: 'string',
+            description: 'The call’s position below the transaction’s call: child indexes joined by dots',
+            example: '0.2.1',
+          },
+          type: { type: 'string', enum: ['call', 'create', 'create2', 'selfdestruct'] },
+          from: { type: 'string', description: 'The contract the value left (EIP-55)' },
+          to: {
+            type: 'string',
+            description:
+              'The recipient: the called account, the created contract, or the self-destruct’s beneficiary',
+          },
+          value: { type: 'integer', format: 'int64', description: 'Wei. Exact, even beyond 2^53.' },
+        },
+      },
+    },
   },
 });
 
@@ -61,7 +85,7 @@ export function registerTransactionRoutes(app: FastifyInstance, transactions: Tr
         operationId: 'getTransaction',
         summary: 'Look up one transaction, normalised across chains',
         description:
-          'Networks: ETH, BSC, POL, GLRM (GLMR), ALGO, BTC, SOL and any configured one. Unknown network or malformed id: 400 before any node is asked; unknown transaction: 404; node unreachable or failing: 503 with Retry-After. Final transactions are cached.',
+          'Networks: ETH, BSC, POL, GLRM (GLMR), BASE, ARB, OP, AVAX, SEPOLIA, ALGO, BTC, SOL and any configured one. On EVM networks whose node has traces, `internalTransfers` lists the value its contract calls moved. Unknown network or malformed id: 400 before any node is asked; unknown transaction: 404; node unreachable or failing: 503 with Retry-After. Final transactions are cached.',
         params: Type.Object({
           network: Type.String({ minLength: 1, maxLength: 32, description: 'e.g. ETH, ALGO, BTC, SOL' }),
           txId: Type.String({ minLength: 1, maxLength: 128 }),

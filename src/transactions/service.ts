@@ -10,7 +10,12 @@ import { createSolanaLookup, isSolanaTxId } from '../chains/solana/lookup.js';
 import { NotFoundError, UpstreamUnavailableError, ValidationError } from '../errors.js';
 import type { Db } from '../store/db.js';
 import { transactionCache } from './schema.js';
-import { TRANSACTION_FIELDS, type TransactionLookup, type TransactionView } from './types.js';
+import {
+  type InternalTransferView,
+  TRANSACTION_FIELDS,
+  type TransactionLookup,
+  type TransactionView,
+} from './types.js';
 
 const ID_FORMATS: Record<Family, { check: (id: string) => boolean; expected: string }> = {
   evm: { check: isEvmTxId, expected: '0x followed by 64 hex characters' },
@@ -33,6 +38,7 @@ export function lookupFor(network: Network): TransactionLookup {
           transport: http(url, { timeout: NODE_TIMEOUT_MS, retryCount: 0 }),
           cacheTime: 0,
         }),
+        { traces: network.traces ?? 'auto' },
       );
     case 'algorand': {
       const indexerUrl = network.indexerUrls[0];
@@ -49,9 +55,10 @@ export function lookupFor(network: Network): TransactionLookup {
 }
 
 /** The view as JSON, keys in the documented order, integers digit-exact however large. */
-export function serializeView(view: TransactionView): string {
+export function serializeView(view: TransactionView, internalTransfers?: InternalTransferView[]): string {
   const ordered: Record<string, unknown> = {};
   for (const field of TRANSACTION_FIELDS) ordered[field] = view[field];
+  if (internalTransfers) ordered.internalTransfers = internalTransfers;
   return stringify(ordered) ?? 'null';
 }
 
@@ -169,7 +176,7 @@ export function createTransactions(deps: {
         throw err;
       }
       if (!result) throw new NotFoundError(`No transaction ${rawId} on ${network.name}`);
-      const body = serializeView(result.view);
+      const body = serializeView(result.view, result.internalTransfers);
       if (result.final) {
         await deps.db
           .insert(transactionCache)

@@ -29,8 +29,22 @@ export interface TransactionView {
   txType: string | null;
 }
 
+/** Native value a contract call of the transaction moved (EVM, from its trace), in wei. */
+export interface InternalTransferView {
+  traceAddress: string;
+  type: 'call' | 'create' | 'create2' | 'selfdestruct';
+  from: string;
+  to: string;
+  value: bigint;
+}
+
 export interface LookupResult {
   view: TransactionView;
+  /**
+   * EVM, where the node has traces: the transaction's internal transfers (empty when it made
+   * none). Absent where traces are not available, so that "none" and "not known" differ.
+   */
+  internalTransfers?: InternalTransferView[];
   /** Final: the answer can no longer change, so it may be cached for good. */
   final: boolean;
 }

@@ -60,6 +60,7 @@ export function createAddressIndex(
       network: s.network,
       confirmations: s.confirmations,
       mempool: s.mempool,
+      fees: s.fees === true,
     };
     const subscription = target.upsert(endpoint);
     const exactly = addresses ?? (s.address === undefined ? undefined : [s.address]);
@@ -79,9 +80,10 @@ export function createAddressIndex(
       const text = await aggregate(
         db,
         sql`SELECT string_agg(id::text || ' ' || account_id::text || ' ' || network || ' ' ||
-              confirmations || ' ' || (CASE WHEN mempool THEN 1 ELSE 0 END) || ' ' || address_count,
+              confirmations || ' ' || (CASE WHEN mempool THEN 1 ELSE 0 END) || ' ' || address_count || ' ' ||
+              (CASE WHEN fees THEN 1 ELSE 0 END),
               E'\n' ORDER BY id)
-            FROM (SELECT id, account_id, network, confirmations, mempool, address_count FROM subscriptions
+            FROM (SELECT id, account_id, network, confirmations, mempool, address_count, fees FROM subscriptions
               WHERE type = 'ADDRESS_TRANSACTION' AND deleted_at IS NULL AND network IS NOT NULL
                 AND id > ${after}::uuid
               ORDER BY id LIMIT ${SUBSCRIPTION_PAGE}) page`,
@@ -89,13 +91,14 @@ export function createAddressIndex(
       if (text === null) break;
       let lines = 0;
       for (const line of text.split('\n')) {
-        const [id, accountId, network, confirmations, mempool, count] = line.split(' ');
+        const [id, accountId, network, confirmations, mempool, count, fees] = line.split(' ');
         const subscription = fresh.upsert({
           id: id!,
           accountId: accountId!,
           network: network!,
           confirmations: Number(confirmations),
           mempool: mempool === '1',
+          fees: fees === '1',
         });
         const sum = expected.get(network!) ?? { subscription, count: 0 };
         sum.count += Number(count);
@@ -203,6 +206,8 @@ export function createAddressIndex(
     networks: (): string[] => tables.networks(),
     /** Whether at least one subscription on `network` wants mempool notifications. */
     watchesMempool: (network: string): boolean => tables.watchesMempool(network),
+    /** Whether at least one subscription on `network` wants the fees its addresses pay. */
+    watchesFees: (network: string): boolean => tables.watchesFees(network),
     /** Subscriptions known. */
     size: () => tables.size(),
     /** Addresses watched, counted once per subscription watching them. */

@@ -1,6 +1,7 @@
 import { formatUnits, getAddress } from 'viem';
 import { checksummedTransfer } from '../chains/evm/activity.js';
-import type { EvmBlockActivity, EvmTransfer, TokenInfo } from '../chains/evm/types.js';
+import { transactionFee } from '../chains/evm/fees.js';
+import type { EvmBlockActivity, EvmPayment, EvmTransfer, TokenInfo } from '../chains/evm/types.js';
 import type { Network } from '../chains/networks.js';
 import type { WatchedSubscription } from '../subscriptions/events.js';
 import type { AddressIndex } from './address-index.js';
@@ -53,6 +54,8 @@ export function buildEvmNotification(input: EvmNotificationInput): Record<string
     ...(transfer.tokenId === null ? {} : { tokenId: transfer.tokenId.toString() }),
     mempool: input.mempool,
     counterAddress: transfer.to,
+    // Native value a contract call moved, found in the block's traces, and where in the call tree.
+    ...(transfer.traceAddress === undefined ? {} : { internal: true, traceAddress: transfer.traceAddress }),
     id: input.id,
     subscriptionId: subscription.id,
     chain: network.name,
@@ -66,13 +69,53 @@ export function buildEvmNotification(input: EvmNotificationInput): Record<string
  * branches has the same key, so a reorganisation can tell what stayed from what left.
  */
 export function transferKey(transfer: EvmTransfer): string {
+  if (transfer.traceAddress !== undefined) return `${transfer.txHash}:trace:${transfer.traceAddress}`;
   return `${transfer.txHash}:${transfer.logIndex ?? 'native'}:${transfer.batchIndex}`;
+}
+
+/** The fee of a transaction: one per transaction, whichever block holds it. */
+export function feeKey(payment: Pick<EvmPayment, 'txHash'>): string {
+  return `${payment.txHash}:fee`;
+}
+
+export interface EvmFeeNotificationInput {
+  id: string;
+  network: Network;
+  payment: EvmPayment;
+  subscription: WatchedSubscription;
+  blockNumber: number;
+  confirmations: number;
+}
+
+/**
+ * The fee a watched sender paid for a mined transaction (`attr.fees`): `amount` minus the fee in
+ * the native asset, `failed: true` when the transaction reverted (it moved nothing else).
+ */
+export function buildEvmFeeNotification(input: EvmFeeNotificationInput): Record<string, unknown> {
+  const { payment, network, subscription } = input;
+  const fee = transactionFee(payment.receipt, payment.gasPrice);
+  const units = formatUnits(fee, network.decimals);
+  return {
+    address: getAddress(payment.from),
+    txId: payment.txHash,
+    type: 'fee',
+    blockNumber: input.blockNumber,
+    asset: network.symbol,
+    amount: units === '0' ? '0' : `-${units}`,
+    mempool: false,
+    ...(payment.failed ? { failed: true } : {}),
+    id: input.id,
+    subscriptionId: subscription.id,
+    chain: network.name,
+    watchedAddress: getAddress(subscription.address),
+    confirmations: input.confirmations,
+  };
 }
 
 export interface EvmMatcherDeps {
   network: Network;
   /** Who watches an address: the follower's index, or a backfill's one subscription. */
-  index: Pick<AddressIndex, 'lookup'>;
+  index: Pick<AddressIndex, 'lookup'> & Partial<Pick<AddressIndex, 'watchesFees'>>;
   tokens: { get(token: `0x${string}`): Promise<TokenInfo> };
 }
 
@@ -113,6 +156,27 @@ export function evmMatcher({ network, index, tokens }: EvmMatcherDeps): BlockMat
               decimals,
               confirmations: Math.max(1, subscription.confirmations),
               mempool: false,
+            }),
+        });
+      }
+    }
+    // Most networks have no subscription that wants fees: their payments are not looked at.
+    const payments = index.watchesFees?.(network.name) === false ? [] : block.activity.payments;
+    for (const payment of payments) {
+      for (const subscription of index.lookup(network.name, payment.from)) {
+        if (!subscription.fees) continue;
+        matches.push({
+          subscription,
+          key: feeKey(payment),
+          counterparties: [],
+          body: (id) =>
+            buildEvmFeeNotification({
+              id,
+              network,
+              payment,
+              subscription,
+              blockNumber: block.height,
+              confirmations: Math.max(1, subscription.confirmations),
             }),
         });
       }

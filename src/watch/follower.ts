@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Network } from '../chains/networks.js';
 import { isNodeError } from '../chains/node-errors.js';
-import type { BlockSource, ChainBlock, ChainTip } from '../chains/source.js';
+import type { BlockSource, ChainBlock, ChainTip, SourceStatus } from '../chains/source.js';
 import { enqueueNotifications, type NewNotification, newNotificationId } from '../notify/outbox.js';
 import { createSleeper } from '../shared/sleeper.js';
 import type { Db, HeldLock } from '../store/db.js';
@@ -66,7 +66,7 @@ export function blockNotifications(
 /** How a family's block activity becomes notifications for the watched addresses. */
 export type BlockMatcher<Activity> = (block: ChainBlock<Activity>) => Promise<BlockMatch[]>;
 
-export interface FollowerStatus {
+export interface FollowerBaseStatus {
   network: string;
   /** Last block processed. */
   height: number | null;
@@ -79,6 +79,9 @@ export interface FollowerStatus {
   /** Rounds that failed (node or database errors) since the process started. */
   errors: number;
 }
+
+/** A follower's status with what its source adds (EVM: whether internal transfers are read). */
+export type FollowerStatus = FollowerBaseStatus & SourceStatus;
 
 export interface FollowerDeps<Activity> {
   db: Db;
@@ -112,7 +115,7 @@ export function createFollower<Activity>(deps: FollowerDeps<Activity>) {
   const state = chainState(db, network.name);
   const releaser = createReleaser(network.name);
   const lock = networkLock(deps, log);
-  const status: FollowerStatus = {
+  const status: FollowerBaseStatus = {
     network: network.name,
     height: null,
     head: null,
@@ -308,7 +311,11 @@ export function createFollower<Activity>(deps: FollowerDeps<Activity>) {
 
   return {
     network: network.name,
-    status: (): FollowerStatus => ({ ...status, standby: status.standby || lock.lost() }),
+    status: (): FollowerStatus => ({
+      ...status,
+      standby: status.standby || lock.lost(),
+      ...source.status?.(),
+    }),
     start(): void {
       if (running) return;
       running = true;

@@ -20,6 +20,9 @@ import { createKeyTable, grown, type KeyTable, nextCapacity } from './key-table.
 const DECODED = 0;
 const RAW = 1;
 export const NONE = -1;
+/** A subscription's flags: it wants pending transactions, and (EVM) the fees its address pays. */
+const MEMPOOL = 1;
+const FEES = 2;
 
 const EMPTY: readonly WatchedSubscription[] = Object.freeze([]);
 
@@ -31,6 +34,8 @@ interface NetworkTable {
   /** Per address entry, its first watch (NONE when being added). */
   firstWatch: Int32Array;
   mempoolSubscriptions: number;
+  /** Subscriptions that want the fees their addresses pay (EVM `attr.fees`). */
+  feesSubscriptions: number;
 }
 
 const HEX_VALUE = new Int8Array(128).fill(-1);
@@ -48,13 +53,14 @@ export function createWatchTables(familyOf: (network: string) => Family | undefi
   let subAccount = new Int32Array(0);
   let subNetwork = new Uint16Array(0);
   let subConfirmations = new Int32Array(0);
-  let subMempool = new Uint8Array(0);
+  /** Per subscription: MEMPOOL and FEES bits. */
+  let subFlags = new Uint8Array(0);
   let subFirstWatch = new Int32Array(0);
   const ids = createKeyTable((length) => {
     subAccount = grown(subAccount, length);
     subNetwork = grown(subNetwork, length);
     subConfirmations = grown(subConfirmations, length);
-    subMempool = grown(subMempool, length);
+    subFlags = grown(subFlags, length);
     subFirstWatch = grown(subFirstWatch, length);
   });
 
@@ -191,6 +197,7 @@ export function createWatchTables(familyOf: (network: string) => Family | undefi
       }),
       firstWatch: new Int32Array(0),
       mempoolSubscriptions: 0,
+      feesSubscriptions: 0,
     };
     table = created;
     networksByName.set(name, table);
@@ -314,6 +321,13 @@ export function createWatchTables(familyOf: (network: string) => Family | undefi
     subFirstWatch[subscription] = NONE;
   }
 
+  /** Takes a subscription's flags out of its network's counts (before they change, or it goes). */
+  function forgetFlags(subscription: number): void {
+    const table = networkList[subNetwork[subscription]!]!;
+    if (subFlags[subscription]! & MEMPOOL) table.mempoolSubscriptions--;
+    if (subFlags[subscription]! & FEES) table.feesSubscriptions--;
+  }
+
   function find(id: string): number {
     return ids.find(scratch, idKey(id));
   }
@@ -328,7 +342,8 @@ export function createWatchTables(familyOf: (network: string) => Family | undefi
         network: table.name,
         address: addressOf(table, entry, w),
         confirmations: subConfirmations[subscription]!,
-        mempool: subMempool[subscription] === 1,
+        mempool: (subFlags[subscription]! & MEMPOOL) !== 0,
+        ...((subFlags[subscription]! & FEES) !== 0 ? { fees: true } : {}),
       });
     }
     return found;
@@ -346,14 +361,15 @@ export function createWatchTables(familyOf: (network: string) => Family | undefi
       const table = networkTable(s.network);
       if (ids.added) subFirstWatch[subscription] = NONE;
       else {
-        if (subMempool[subscription]) networkList[subNetwork[subscription]!]!.mempoolSubscriptions--;
+        forgetFlags(subscription);
         if (subNetwork[subscription] !== table.ref) unwatchAll(subscription);
       }
       subAccount[subscription] = accountRef(s.accountId);
       subNetwork[subscription] = table.ref;
       subConfirmations[subscription] = s.confirmations;
-      subMempool[subscription] = s.mempool ? 1 : 0;
+      subFlags[subscription] = (s.mempool ? MEMPOOL : 0) | (s.fees ? FEES : 0);
       if (s.mempool) table.mempoolSubscriptions++;
+      if (s.fees) table.feesSubscriptions++;
       return subscription;
     },
     /** Room for `more` addresses more on the subscription's network: the tables grow once. */
@@ -376,7 +392,7 @@ export function createWatchTables(familyOf: (network: string) => Family | undefi
     /** Forgets the subscription and its watches. */
     remove(subscription: number): void {
       unwatchAll(subscription);
-      if (subMempool[subscription]) networkList[subNetwork[subscription]!]!.mempoolSubscriptions--;
+      forgetFlags(subscription);
       ids.remove(subscription);
     },
     forEachSubscription: (visit: (subscription: number) => void) => ids.forEach(visit),
@@ -390,6 +406,7 @@ export function createWatchTables(familyOf: (network: string) => Family | undefi
     networks(): string[] {
       return networkList.filter((t) => t.addresses.size > 0).map((t) => t.name);
     },
+    watchesFees: (network: string): boolean => (networksByName.get(network)?.feesSubscriptions ?? 0) > 0,
     watchesMempool: (network: string): boolean =>
       (networksByName.get(network)?.mempoolSubscriptions ?? 0) > 0,
     size: () => ids.size,

@@ -6,6 +6,7 @@ import { bitcoinParams } from '../chains/bitcoin/params.js';
 import { createBitcoinSource } from '../chains/bitcoin/source.js';
 import { createTokenInfoCache } from '../chains/evm/activity.js';
 import { evmSource } from '../chains/evm/source.js';
+import { createTraceReader, type TraceReader, type TracesStatus } from '../chains/evm/trace-reader.js';
 import type { Network, NetworkCatalog } from '../chains/networks.js';
 import { createSolanaSource } from '../chains/solana/source.js';
 import type { BlockSource } from '../chains/source.js';
@@ -205,6 +206,22 @@ export function createWatcher(deps: WatcherDeps) {
     startFollower(network, source, match);
   }
 
+  /**
+   * The network's trace reader, saying in the log when internal transfers start or stop being
+   * read (once per change, not per block): without traces they are not notified.
+   */
+  function traceReaderOf(network: Network, client: PublicClient): TraceReader {
+    const log = deps.logger.child({ network: network.name });
+    const setting = network.traces ?? 'auto';
+    const report = ({ available, method, reason }: TracesStatus) => {
+      if (available) log.info({ method }, 'internal transfers are read from the node’s traces');
+      else log.warn({ reason }, 'internal transfers are not notified on this network');
+    };
+    const reader = createTraceReader(client, setting, { onChange: report });
+    if (setting === 'off') report(reader.status());
+    return reader;
+  }
+
   /** An EVM network: its follower, its mempool watcher, and newHeads when there is a WebSocket. */
   function followEvm(network: Network): void {
     const client = evmClient(network.rpcUrls);
@@ -215,7 +232,7 @@ export function createWatcher(deps: WatcherDeps) {
         : undefined;
     const follower = startFollower(
       network,
-      evmSource(client, undefined, heads),
+      evmSource(client, undefined, heads, traceReaderOf(network, client)),
       evmMatcher({ network, index: deps.index, tokens }),
     );
     const mempool = createEvmMempoolWatcher({

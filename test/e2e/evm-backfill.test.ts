@@ -73,6 +73,8 @@ describe.each(backends)('backfill on anvil (%s)', (backend) => {
     const token = await d.deploy('TestToken');
     const nft = await d.deploy('TestNFT');
     const multi = await d.deploy('TestMulti');
+    // Pays alice from a contract: an internal transfer, found only in the block's traces.
+    const forwarder = await d.deploy('Forwarder');
     // Balances to move, minted before the range.
     await d.call(0, token, 'TestToken', 'mint', [alice, 10n ** 12n]);
     await d.call(0, multi, 'TestMulti', 'mint', [alice, 1n, 10n ** 6n]);
@@ -103,6 +105,7 @@ describe.each(backends)('backfill on anvil (%s)', (backend) => {
         chainOf([
           () => d.submit(3, d.addresses[4]!, parseEther('0.03')),
           () => d.submitCall(3, token, 'TestToken', 'mint', [bob, 7n], GAS),
+          () => d.submitCall(3, forwarder, 'Forwarder', 'forward', [alice], GAS, parseEther('0.04')),
         ]),
       ]);
       // The NFT minted in this block moves in the next: mine the mints first.
@@ -127,7 +130,9 @@ describe.each(backends)('backfill on anvil (%s)', (backend) => {
     expect(last - first + 1).toBeGreaterThanOrEqual(BLOCKS);
     // Native, ERC-20, ERC-721 and ERC-1155 (single and batch) both ways; none of the reverted.
     expect(new Set(liveBodies.map((b) => `${b.type}:${b.tokenId === undefined ? '' : 't'}`)).size).toBe(3);
-    expect(liveBodies.length).toBeGreaterThan(ACTIVE * 8);
+    expect(liveBodies.length).toBeGreaterThan(ACTIVE * 9);
+    // One internal transfer to alice in each active block, from the block's traces.
+    expect(liveBodies.filter((b) => b.internal === true && b.traceAddress === '0')).toHaveLength(ACTIVE);
 
     const fresh = await subscribe({}, '/fresh');
     const started = await start(fresh.id, { from: first, to: last });
@@ -135,6 +140,7 @@ describe.each(backends)('backfill on anvil (%s)', (backend) => {
     const running = started.body as View;
     expect(running).toMatchObject({ state: 'running', from: first, to: last, position: first - 1 });
     expect(running.method).toMatch(/eth_getLogs/);
+    expect(running.method).toMatch(/internal transfers from each block’s traces/);
     const done = await finished(fresh.id);
     expect(done).toMatchObject({ state: 'done', position: last, progress: 1, blocksDone: last - first + 1 });
 

@@ -1,11 +1,13 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { type Hex, parseEther } from 'viem';
+import { getAddress, type Hex, parseEther } from 'viem';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type Anvil, startAnvil } from '../../src/chains/evm/anvil.js';
+import { loadNetworks } from '../../src/chains/networks.js';
+import { createTransactions } from '../../src/transactions/service.js';
 import { TRANSACTION_FIELDS } from '../../src/transactions/types.js';
-import { anvilClients, type RpcProxy, startRpcProxy } from '../helpers/anvil.js';
+import { anvilClients, artifact, deploy, type RpcProxy, startRpcProxy } from '../helpers/anvil.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { backends } from '../helpers/env.js';
 import { type FixtureNode, fixturePath, startFixtureNode } from '../helpers/fixture-node.js';
@@ -28,6 +30,7 @@ describe.each(backends)('GET /api/v1/transaction on %s', (backend) => {
   let solana: FixtureNode;
   let t: TestApp;
   let dir: string;
+  let configFile: string;
 
   beforeAll(async () => {
     anvil = await startAnvil();
@@ -63,7 +66,7 @@ describe.each(backends)('GET /api/v1/transaction on %s', (backend) => {
       },
     });
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledgerhook-lookup-'));
-    const configFile = path.join(dir, 'ledgerhook.json');
+    configFile = path.join(dir, 'ledgerhook.json');
     fs.writeFileSync(
       configFile,
       JSON.stringify({
@@ -105,7 +108,9 @@ describe.each(backends)('GET /api/v1/transaction on %s', (backend) => {
     // The fee is written as exact digits; a float would have rounded it.
     expect(res.text).toContain(`"fee":${expectedFee}`);
     const body = res.body as Record<string, unknown>;
-    expect(Object.keys(body)).toEqual([...TRANSACTION_FIELDS]);
+    // Every field of the view, then the internal transfers (anvil has traces): none here.
+    expect(Object.keys(body)).toEqual([...TRANSACTION_FIELDS, 'internalTransfers']);
+    expect(body.internalTransfers).toEqual([]);
     expect(body).toMatchObject({
       id: hash,
       confirmedRound: Number(receipt.blockNumber),
@@ -117,6 +122,44 @@ describe.each(backends)('GET /api/v1/transaction on %s', (backend) => {
       firstValid: null,
       closeRewards: null,
     });
+  });
+
+  test('an EVM transaction paying through a contract lists its internal transfers, exact in wei; without traces, no such key', async () => {
+    const { publicClient, wallets } = anvilClients(anvil);
+    const { address: forwarder } = await deploy(publicClient, wallets[0]!, 'Forwarder');
+    const to = wallets[4]!.account.address;
+    const value = 10n ** 18n + 7n;
+    const hash = await wallets[1]!.writeContract({
+      address: forwarder,
+      abi: artifact('Forwarder').abi,
+      functionName: 'forward',
+      args: [to],
+      value,
+    });
+    await publicClient.waitForTransactionReceipt({ hash });
+    // Refused first (as most public nodes do): the view alone, and nothing cached that would hide
+    // the transfers once the node traces (it is not final yet anyway).
+    proxy.intercept((request) =>
+      request.method === 'debug_traceTransaction' || request.method === 'trace_transaction'
+        ? { error: { code: -32601, message: `the method ${request.method} does not exist/is not available` } }
+        : undefined,
+    );
+    const withoutTraces = createTransactions({
+      db: t.app.store.db,
+      networks: loadNetworks({ LEDGERHOOK_CONFIG: configFile }),
+    });
+    try {
+      const bare = JSON.parse(await withoutTraces.get('DEVNET', hash)) as Record<string, unknown>;
+      expect(Object.keys(bare)).toEqual([...TRANSACTION_FIELDS]);
+    } finally {
+      proxy.intercept(() => undefined);
+    }
+    const res = await t.request('GET', `/api/v1/transaction/DEVNET/${hash}`);
+    expect(res.status).toBe(200);
+    expect(res.text).toContain(`"value":${value}`);
+    expect((res.body as { internalTransfers: unknown }).internalTransfers).toEqual([
+      { traceAddress: '0', type: 'call', from: getAddress(forwarder), to, value: Number(value) },
+    ]);
   });
 
   test('a final transaction is cached: the node is not asked again', async () => {

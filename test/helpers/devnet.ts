@@ -53,6 +53,11 @@ export interface DevnetOptions {
   env?: Record<string, string>;
   /** The service's logger (silent by default), e.g. to read what it logs. */
   logger?: Logger;
+  /**
+   * The DEVNET network's `traces` setting: parity by default, as `--devnet` does (anvil's
+   * debug_traceBlockByNumber can hang while blocks are mined).
+   */
+  traces?: string;
 }
 
 export interface Devnet {
@@ -78,7 +83,7 @@ export interface Devnet {
   /** Sends native value and waits until it is mined. */
   send(from: number, to: Hex, value: bigint): Promise<{ hash: Hex; block: bigint }>;
   deploy(name: ContractName, args?: unknown[]): Promise<Hex>;
-  /** Calls a test contract; returns at once, without waiting for a block. */
+  /** Calls a test contract (sending `value` with it); returns at once, without waiting for a block. */
   submitCall(
     from: number,
     address: Hex,
@@ -86,8 +91,9 @@ export interface Devnet {
     fn: string,
     args: unknown[],
     gas?: bigint,
+    value?: bigint,
   ): Promise<Hex>;
-  /** Calls a test contract and waits until the call is mined. */
+  /** Calls a test contract (sending `value` with it) and waits until the call is mined. */
   call(
     from: number,
     address: Hex,
@@ -95,8 +101,14 @@ export interface Devnet {
     fn: string,
     args: unknown[],
     gas?: bigint,
+    value?: bigint,
   ): Promise<{ hash: Hex; block: bigint; status: 'success' | 'reverted' }>;
-  subscribe(address: Hex, extra?: Record<string, unknown>): Promise<Created>;
+  /** Subscribes `address` (or, given a list, those addresses); `attr` adds to the request's attr. */
+  subscribe(
+    address: Hex | Hex[],
+    extra?: Record<string, unknown>,
+    attr?: Record<string, unknown>,
+  ): Promise<Created>;
   /** The delivery log of a subscription (what the outbox holds, delivered or not), oldest first. */
   logged(subscriptionId: string): Promise<LoggedNotification[]>;
   /** Mines one block now. */
@@ -128,6 +140,7 @@ export async function startDevnet(backend: Backend, options: DevnetOptions = {})
             symbol: 'ETH',
             rpc: [proxy?.url ?? anvil.rpcUrl],
             ...(options.websocket ? { ws: [anvil.wsUrl] } : {}),
+            traces: options.traces ?? 'parity',
           },
         },
       }),
@@ -180,6 +193,7 @@ export async function startDevnet(backend: Backend, options: DevnetOptions = {})
       fn: string,
       args: unknown[],
       gas?: bigint,
+      value?: bigint,
     ) =>
       wallets[from]!.writeContract({
         address,
@@ -189,6 +203,7 @@ export async function startDevnet(backend: Backend, options: DevnetOptions = {})
         account: wallets[from]!.account!,
         chain: null,
         ...(gas ? { gas } : {}),
+        ...(value ? { value } : {}),
       });
 
     const submit = (from: number, to: Hex, value: bigint) =>
@@ -238,16 +253,17 @@ export async function startDevnet(backend: Backend, options: DevnetOptions = {})
         return getAddress((await chain.waitForTransactionReceipt({ hash })).contractAddress!);
       },
       submitCall,
-      async call(from, address, name, fn, args, gas) {
-        const hash = await submitCall(from, address, name, fn, args, gas);
+      async call(from, address, name, fn, args, gas, value) {
+        const hash = await submitCall(from, address, name, fn, args, gas, value);
         const receipt = await chain.waitForTransactionReceipt({ hash });
         return { hash, block: receipt.blockNumber, status: receipt.status };
       },
-      async subscribe(address, extra = {}) {
+      async subscribe(address, extra = {}, attr = {}) {
+        const watching = Array.isArray(address) ? { addresses: address } : { address };
         const res = await t.request('POST', '/api/v1/subscription', {
           body: {
             type: 'ADDRESS_TRANSACTION',
-            attr: { address, chain: 'DEVNET', url: receiver.url },
+            attr: { ...watching, chain: 'DEVNET', url: receiver.url, ...attr },
             ...extra,
           },
         });

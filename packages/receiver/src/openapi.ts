@@ -13,8 +13,8 @@ export type components = {
             address: string;
             /** @description Transaction id (hash, signature) as the chain writes it */
             txId: string;
-            /** @description `native` for the chain’s own asset, `token` for a token or NFT */
-            type: "native" | "token";
+            /** @description `native` for the chain’s own asset, `token` for a token or NFT, `fee` (EVM, with `attr.fees`) for the fee a watched sender paid for a mined transaction */
+            type: "native" | "token" | "fee";
             /** @description Block (round, slot) holding the transaction; absent while in the mempool */
             blockNumber?: number;
             /** @description Token contract address (mint, asset id) for tokens; the native asset’s symbol (ETH, BTC, ALGO, SOL…) otherwise */
@@ -33,8 +33,23 @@ export type components = {
             tokenId?: string;
             /** @description EVM only: true while pending (no `blockNumber`), false once in a block */
             mempool?: boolean;
-            /** @description On EVM chains the recipient; elsewhere the single counterparty, absent if several */
+            /** @description On EVM chains the recipient (absent on a `fee`); elsewhere the single counterparty, absent if several */
             counterAddress?: string;
+            /**
+             * @description EVM: native value moved by a contract call (an internal transfer), found in the block’s traces; `address` is the sending contract
+             * @enum {boolean}
+             */
+            internal?: true;
+            /**
+             * @description With `internal`: the call’s position below the transaction’s call, child indexes joined by dots (every child counted, static and delegate calls included)
+             * @example 0.2.1
+             */
+            traceAddress?: string;
+            /**
+             * @description On a `fee`: the transaction reverted; it moved nothing, but its fee was paid
+             * @enum {boolean}
+             */
+            failed?: true;
             /** @description Where a risk provider is configured: one `{address: score}` per counterparty, 0 (nothing known) to 100 (sanctioned) */
             addressesRiskRatio?: {
                 [key: string]: number;

@@ -38,6 +38,7 @@ import {
   TRANSFER_TOPIC,
 } from './activity.js';
 import { type Anvil, startAnvil } from './anvil.js';
+import { transactionFee } from './fees.js';
 import type { EvmTransfer } from './types.js';
 
 let anvil: Anvil;
@@ -125,13 +126,24 @@ describe('fetchBlockActivity on a real chain', () => {
       wallet(0).sendTransaction({ to: account(1), value: parseEther('1.5') }),
     );
     const block = await clients.publicClient.getBlock({ blockNumber: receipt.blockNumber });
-    expect(await activityOf(receipt)).toEqual({
+    const activity = await activityOf(receipt);
+    expect(activity).toEqual({
       number: receipt.blockNumber,
       hash: block.hash,
       parentHash: block.parentHash,
       timestamp: block.timestamp,
       transfers: [expected(receipt, { from: account(0), to: account(1), value: 1_500_000_000_000_000_000n })],
+      payments: [
+        expect.objectContaining({
+          txHash: receipt.transactionHash,
+          txIndex: receipt.transactionIndex,
+          from: account(0).toLowerCase(),
+          failed: false,
+        }),
+      ],
     });
+    // What the sender paid, as viem reads the receipt.
+    expect(transactionFee(activity.payments[0]!.receipt)).toBe(receipt.gasUsed * receipt.effectiveGasPrice);
   });
 
   it('reports ERC-20 mints and transfers in raw units, with the token contract', async () => {

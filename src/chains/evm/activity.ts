@@ -1,6 +1,7 @@
 /**
  * What a block of an EVM chain moved: top-level native transfers and ERC-20/721/1155 token
- * transfers of its successful transactions, read from the block and its receipts.
+ * transfers of its successful transactions, read from the block and its receipts, and the native
+ * value its contracts moved (internal transfers), read from its traces where the node has them.
  */
 import {
   BaseError,
@@ -15,7 +16,10 @@ import {
   toEventSelector,
   toFunctionSelector,
 } from 'viem';
-import type { EvmBlockActivity, EvmTransfer, TokenInfo } from './types.js';
+import type { RpcReceiptFees } from './fees.js';
+import type { TraceReader } from './trace-reader.js';
+import type { InternalTransfer } from './traces.js';
+import type { EvmBlockActivity, EvmPayment, EvmTransfer, TokenInfo } from './types.js';
 
 export const TRANSFER_TOPIC = toEventSelector('Transfer(address,address,uint256)');
 export const TRANSFER_SINGLE_TOPIC = toEventSelector(
@@ -67,6 +71,8 @@ export interface RpcTransaction {
   from: Hex;
   to?: Hex | null;
   value: Hex;
+  /** Legacy and access-list transactions; an EIP-1559 one has it too on most nodes. */
+  gasPrice?: Hex | null;
 }
 
 export interface RpcLog {
@@ -77,7 +83,7 @@ export interface RpcLog {
 }
 
 /** A receipt as `eth_getBlockReceipts` or `eth_getTransactionReceipt` answers it. */
-export interface RpcReceipt {
+export interface RpcReceipt extends Partial<RpcReceiptFees> {
   transactionHash: Hex;
   transactionIndex: Hex;
   blockHash: Hex;
@@ -203,6 +209,27 @@ export function logTransfers(log: RpcLog, txHash: Hex, txIndex: number, out: Evm
 
 const byIndex = (a: { index: number }, b: { index: number }) => a.index - b.index;
 
+/** A native transfer: the transaction's own value, or with a traceAddress an internal one. */
+export function nativeTransfer(
+  txHash: Hex,
+  txIndex: number,
+  moved: { from: Hex; to: Hex; value: bigint; traceAddress?: string },
+): EvmTransfer {
+  return {
+    txHash,
+    txIndex,
+    logIndex: null,
+    batchIndex: 0,
+    kind: 'native',
+    token: null,
+    from: moved.from,
+    to: moved.to,
+    value: moved.value,
+    tokenId: null,
+    ...(moved.traceAddress === undefined ? {} : { traceAddress: moved.traceAddress }),
+  };
+}
+
 /**
  * The transfers of a block from its JSON-RPC answers, addresses in lower case: native value of
  * successful transactions (the created contract as recipient of a creation), and the token transfer
@@ -213,6 +240,8 @@ const byIndex = (a: { index: number }, b: { index: number }) => a.index - b.inde
 export function rpcTransfers(
   block: { transactions: readonly RpcTransaction[] },
   receipts: readonly RpcReceipt[],
+  /** Each transaction's internal transfers (from its traces), by hash. */
+  internal?: ReadonlyMap<Hex, readonly InternalTransfer[]>,
 ): EvmTransfer[] {
   const byHash = new Map<Hex, RpcTransaction>();
   for (const tx of block.transactions) byHash.set(tx.hash, tx);
@@ -230,19 +259,9 @@ export function rpcTransfers(
     const recipient = tx.to || receipt.contractAddress || null;
     const value = BigInt(tx.value);
     if (value > 0n && recipient) {
-      transfers.push({
-        txHash,
-        txIndex,
-        logIndex: null,
-        batchIndex: 0,
-        kind: 'native',
-        token: null,
-        from: lower(tx.from),
-        to: lower(recipient),
-        value,
-        tokenId: null,
-      });
+      transfers.push(nativeTransfer(txHash, txIndex, { from: lower(tx.from), to: lower(recipient), value }));
     }
+    for (const moved of internal?.get(txHash) ?? []) transfers.push(nativeTransfer(txHash, txIndex, moved));
     const logs =
       receipt.logs.length < 2
         ? receipt.logs.map((log) => ({ log, index: 0 }))
@@ -250,6 +269,33 @@ export function rpcTransfers(
     for (const { log } of logs) logTransfers(log, txHash, txIndex, transfers);
   }
   return transfers;
+}
+
+/**
+ * Every transaction of the block as its sender paid for it (reverted ones too), for `attr.fees`;
+ * in block order. The fee is left in the receipt, computed only for watched senders.
+ */
+export function rpcPayments(
+  block: { transactions: readonly RpcTransaction[] },
+  receipts: readonly RpcReceipt[],
+): EvmPayment[] {
+  const byHash = new Map<Hex, RpcTransaction>();
+  for (const tx of block.transactions) byHash.set(tx.hash, tx);
+  const payments: EvmPayment[] = [];
+  for (const receipt of receipts) {
+    const tx = byHash.get(receipt.transactionHash);
+    if (!tx || receipt.gasUsed === undefined) continue;
+    payments.push({
+      txHash: receipt.transactionHash,
+      txIndex: Number(receipt.transactionIndex),
+      from: lower(tx.from),
+      receipt: receipt as RpcReceiptFees,
+      gasPrice: tx.gasPrice ?? null,
+      // Before Byzantium a receipt has no status: not known to have failed.
+      failed: receipt.status === '0x0',
+    });
+  }
+  return payments.sort((a, b) => a.txIndex - b.txIndex);
 }
 
 /** A transfer with its addresses EIP-55 checksummed, as notifications show them. */
@@ -386,38 +432,59 @@ async function blockReceipts(
  * BlockNotFoundError for a block the node does not have, and if the chain changes under the reads
  * (receipts of another block).
  */
-export async function readBlockActivity(client: PublicClient, number: bigint): Promise<EvmBlockActivity> {
-  // The block and its receipts asked at once, both by number: one round trip per block, not two.
-  // The receipts carry their block's hash, checked against the block's: a block replaced between
-  // the two answers fails the read, as a reorganisation while reading always did.
+export async function readBlockActivity(
+  client: PublicClient,
+  number: bigint,
+  traces?: TraceReader,
+): Promise<EvmBlockActivity> {
+  // The block, its receipts and its traces asked at once, all by number: one round trip per
+  // block. The receipts carry their block's hash, and the traces are checked against the block's
+  // transactions: a block replaced between the answers fails the read, as a reorganisation while
+  // reading always did, and never mixes with another block's receipts or traces.
   const asked = withoutBlockReceipts.has(client)
     ? undefined
     : client.request({ method: 'eth_getBlockReceipts', params: [hex(number)] });
   asked?.catch(() => {}); // awaited below, unless the block is missing
+  const traced = traces?.read(number);
   const block = (await client.request({
     method: 'eth_getBlockByNumber',
     params: [hex(number), true],
   })) as RpcBlock | null;
   if (!block) throw new BlockNotFoundError({ blockNumber: number });
   if (block.hash === null || block.number === null) throw new Error(`block ${number} is still pending`);
-  const receipts = await blockReceipts(
-    client,
-    block.hash,
-    block.transactions.map((tx) => tx.hash),
-    asked,
-  );
+  const [receipts, internal] = await Promise.all([
+    blockReceipts(
+      client,
+      block.hash,
+      block.transactions.map((tx) => tx.hash),
+      asked,
+    ),
+    traced?.({ hash: block.hash, number: BigInt(block.number), transactions: block.transactions }),
+  ]);
+  let byHash: Map<Hex, InternalTransfer[]> | undefined;
+  if (internal) {
+    byHash = new Map();
+    internal.forEach((moved, i) => {
+      if (moved.length > 0) byHash!.set(block.transactions[i]!.hash, moved);
+    });
+  }
   return {
     number: BigInt(block.number),
     hash: block.hash,
     parentHash: block.parentHash,
     timestamp: BigInt(block.timestamp),
-    transfers: rpcTransfers(block, receipts),
+    transfers: rpcTransfers(block, receipts, byHash),
+    payments: rpcPayments(block, receipts),
   };
 }
 
 /** readBlockActivity with every address EIP-55 checksummed. */
-export async function fetchBlockActivity(client: PublicClient, number: bigint): Promise<EvmBlockActivity> {
-  const activity = await readBlockActivity(client, number);
+export async function fetchBlockActivity(
+  client: PublicClient,
+  number: bigint,
+  traces?: TraceReader,
+): Promise<EvmBlockActivity> {
+  const activity = await readBlockActivity(client, number, traces);
   return { ...activity, transfers: activity.transfers.map(checksummedTransfer) };
 }
 

@@ -8,6 +8,7 @@ import type { Throttle } from '../../shared/throttle.js';
 import type { ChainBlock, HistorySource, WatchedAddresses } from '../source.js';
 import {
   logTransfers,
+  nativeTransfer,
   type RpcBlock,
   type RpcLog,
   type RpcReceipt,
@@ -17,6 +18,8 @@ import {
   TRANSFER_SINGLE_TOPIC,
   TRANSFER_TOPIC,
 } from './activity.js';
+import type { TraceReader } from './trace-reader.js';
+import type { InternalTransfer } from './traces.js';
 import type { EvmBlockActivity, EvmTransfer } from './types.js';
 
 /** Addresses per topic filter: nodes accept a few hundred alternatives per topic. */
@@ -42,9 +45,16 @@ export interface EvmHistoryOptions {
   throttle: Throttle;
   /** Blocks per scan. */
   chunk: number;
+  /** Internal transfers from each block's traces, where the node has them. */
+  traces?: TraceReader;
 }
 
-export function evmHistory({ client, throttle, chunk }: EvmHistoryOptions): HistorySource<EvmBlockActivity> {
+export function evmHistory({
+  client,
+  throttle,
+  chunk,
+  traces,
+}: EvmHistoryOptions): HistorySource<EvmBlockActivity> {
   async function request<T>(method: string, params: unknown[]): Promise<T> {
     await throttle.take();
     return (await client.request({ method: method as never, params: params as never })) as T;
@@ -82,19 +92,32 @@ export function evmHistory({ client, throttle, chunk }: EvmHistoryOptions): Hist
     return [...unique.values()];
   }
 
-  async function blocksOf(from: number, to: number): Promise<RpcBlock[]> {
+  /** The range's blocks, and with traces each one's internal transfers per transaction. */
+  async function blocksOf(
+    from: number,
+    to: number,
+  ): Promise<{ blocks: RpcBlock[]; internal: (InternalTransfer[][] | undefined)[] }> {
     const blocks = new Array<RpcBlock>(to - from + 1);
+    const internal = new Array<InternalTransfer[][] | undefined>(to - from + 1);
     let next = from;
     const worker = async () => {
       while (next <= to) {
         const height = next++;
+        if (traces) await throttle.take();
+        const traced = traces?.read(BigInt(height));
         const block = await request<RpcBlock | null>('eth_getBlockByNumber', [hex(height), true]);
-        if (!block || block.hash === null) throw new Error(`the node has no block ${height}`);
+        if (!block || block.hash === null || block.number === null)
+          throw new Error(`the node has no block ${height}`);
         blocks[height - from] = block;
+        internal[height - from] = await traced?.({
+          hash: block.hash,
+          number: BigInt(block.number),
+          transactions: block.transactions,
+        });
       }
     };
     await Promise.all(Array.from({ length: Math.min(BLOCKS_IN_FLIGHT, to - from + 1) }, worker));
-    return blocks;
+    return { blocks, internal };
   }
 
   async function receipt(tx: RpcTransaction, blockHash: Hex): Promise<RpcReceipt> {
@@ -110,7 +133,11 @@ export function evmHistory({ client, throttle, chunk }: EvmHistoryOptions): Hist
     chunk,
     describe:
       `token transfers through eth_getLogs with the watched addresses in the topics; native transfers ` +
-      `by reading every block of the range (one request per block), at most ${throttle.perSecond || 'unlimited'} requests/s`,
+      `by reading every block of the range (one request per block)` +
+      (traces
+        ? ', and internal transfers from each block’s traces where the node has them (one more request per block)'
+        : '') +
+      `, at most ${throttle.perSecond || 'unlimited'} requests/s`,
     async tip() {
       return Number(await request<Hex>('eth_blockNumber', []));
     },
@@ -119,7 +146,10 @@ export function evmHistory({ client, throttle, chunk }: EvmHistoryOptions): Hist
       return block ? Number(block.timestamp) : undefined;
     },
     async scan(from, to, watched) {
-      const [logs, blocks] = await Promise.all([transferLogs(from, to, watched), blocksOf(from, to)]);
+      const [logs, { blocks, internal }] = await Promise.all([
+        transferLogs(from, to, watched),
+        blocksOf(from, to),
+      ]);
       const byHeight = new Map<number, EvmTransfer[]>();
       const add = (height: number, transfers: EvmTransfer[]) => {
         if (transfers.length === 0) return;
@@ -158,6 +188,9 @@ export function evmHistory({ client, throttle, chunk }: EvmHistoryOptions): Hist
         const to = tx.to ?? creationReceipts.get(tx.hash)?.contractAddress;
         if (to) candidates.add(lower(to));
       }
+      for (const perTx of internal) {
+        for (const moved of perTx?.flat() ?? []) candidates.add(moved.from).add(moved.to);
+      }
       const found = await watched.among([...candidates]);
       const isWatched = new Set(found.map(lower));
 
@@ -174,6 +207,20 @@ export function evmHistory({ client, throttle, chunk }: EvmHistoryOptions): Hist
           rpcTransfers({ transactions: [tx] }, [{ ...r, transactionIndex: hex(index), logs: [] }]),
         );
       }
+
+      // Internal transfers: a failed transaction's trace moved nothing (blockInternalTransfers).
+      internal.forEach((perTx, i) => {
+        const block = blocks[i]!;
+        perTx?.forEach((moved, txIndex) => {
+          const txHash = block.transactions[txIndex]!.hash;
+          add(
+            Number(block.number),
+            moved
+              .filter((m) => isWatched.has(m.from) || isWatched.has(m.to))
+              .map((m) => nativeTransfer(txHash, txIndex, m)),
+          );
+        });
+      });
 
       const result: ChainBlock<EvmBlockActivity>[] = [];
       for (const block of blocks) {
@@ -195,6 +242,8 @@ export function evmHistory({ client, throttle, chunk }: EvmHistoryOptions): Hist
             parentHash: block.parentHash,
             timestamp: BigInt(block.timestamp),
             transfers,
+            // Fees are notified by the follower only: a backfill replays what moved.
+            payments: [],
           },
         });
       }

@@ -44,10 +44,23 @@ import {
 import { UpstreamUnavailableError } from '../../errors.js';
 import {
   emptyView,
+  type InternalTransferView,
   type LookupResult,
   type TransactionLookup,
   type TransactionView,
 } from '../../transactions/types.js';
+
+import type { TracesSetting } from '../networks.js';
+import { isMethodUnavailable } from './activity.js';
+import {
+  type CallFrame,
+  callFrameTransfers,
+  type InternalTransfer,
+  type ParityTrace,
+  parityTransfers,
+  type TraceFormat,
+  TraceMismatchError,
+} from './traces.js';
 
 export const DEFAULT_FINALITY_DEPTH = 64;
 
@@ -57,6 +70,8 @@ export interface EvmLookupOptions {
    * node does not answer for the `finalized` block tag. Default 64.
    */
   finalityDepth?: number;
+  /** How a mined transaction's internal transfers are read (the network's setting); off by default. */
+  traces?: TracesSetting;
 }
 
 const TX_ID = /^0x[0-9a-f]{64}$/i;
@@ -78,15 +93,67 @@ export function createEvmLookup(client: PublicClient, options: EvmLookupOptions 
     throw new RangeError(`finalityDepth must be a non-negative integer (got ${depth})`);
   }
   const finalityDepth = BigInt(depth);
+  const traces = transactionTraces(client, options.traces ?? 'off');
   return async (txId) => {
     // Callers validate ids first (a 400); an id that cannot be a hash names no transaction.
     if (!isEvmTxId(txId)) return undefined;
     const hash = txId.toLowerCase() as Hash;
     try {
-      return await lookup(client, hash, finalityDepth);
+      const found = await lookup(client, hash, finalityDepth);
+      if (!found || found.view.confirmedRound === null) return found;
+      const internal = await traces(hash);
+      return internal === undefined ? found : { ...found, internalTransfers: internal };
     } catch (err) {
+      if (err instanceof TraceMismatchError)
+        throw new UpstreamUnavailableError(
+          `The node answered a trace that is not well formed: ${err.message}`,
+        );
       throw upstreamError(err) ?? err;
     }
+  };
+}
+
+/**
+ * A mined transaction's internal transfers from its trace (`debug_traceTransaction` with the
+ * callTracer, or `trace_transaction`), checksummed; undefined where the node has neither method
+ * (asked once: a node that refused both is not asked again by this lookup).
+ */
+function transactionTraces(client: PublicClient, setting: TracesSetting) {
+  const methods: TraceFormat[] =
+    setting === 'auto' ? ['debug', 'parity'] : setting === 'off' ? [] : [setting];
+  return async (hash: Hash): Promise<InternalTransferView[] | undefined> => {
+    while (methods.length > 0) {
+      const format = methods[0]!;
+      let moved: InternalTransfer[];
+      try {
+        moved =
+          format === 'debug'
+            ? callFrameTransfers(
+                (await client.request({
+                  method: 'debug_traceTransaction' as never,
+                  params: [hash, { tracer: 'callTracer' }] as never,
+                })) as CallFrame,
+              )
+            : parityTransfers(
+                (await client.request({
+                  method: 'trace_transaction' as never,
+                  params: [hash] as never,
+                })) as ParityTrace[],
+              );
+      } catch (err) {
+        if (!isMethodUnavailable(err)) throw err;
+        methods.shift();
+        continue;
+      }
+      return moved.map((m) => ({
+        traceAddress: m.traceAddress,
+        type: m.frame,
+        from: getAddress(m.from),
+        to: getAddress(m.to),
+        value: m.value,
+      }));
+    }
+    return undefined;
   };
 }
 

@@ -3,9 +3,14 @@ import { BlockNotFoundError, type PublicClient } from 'viem';
 import type { BlockSource } from '../source.js';
 import { readBlockActivity } from './activity.js';
 import { subscribeToHeads } from './heads.js';
+import type { TraceReader } from './trace-reader.js';
 import type { EvmBlockActivity } from './types.js';
 
-export type FetchEvmActivity = (client: PublicClient, number: bigint) => Promise<EvmBlockActivity>;
+export type FetchEvmActivity = (
+  client: PublicClient,
+  number: bigint,
+  traces?: TraceReader,
+) => Promise<EvmBlockActivity>;
 
 /** undefined where the node has no block at that height (a chain shorter than asked). */
 async function unlessMissing<T>(read: Promise<T>): Promise<T | undefined> {
@@ -19,16 +24,25 @@ async function unlessMissing<T>(read: Promise<T>): Promise<T | undefined> {
 
 /**
  * An EVM network as a block source: the latest block's header for the tip (its hash shows a tip
- * replaced at the same height), each block with its receipts as transfers (addresses in lower
- * case: the matcher checksums those it notifies), and with a WebSocket endpoint its `newHeads` as
- * announcements.
+ * replaced at the same height), each block with its receipts (and its traces, where `traces`
+ * reads them) as transfers (addresses in lower case: the matcher checksums those it notifies), and
+ * with a WebSocket endpoint its `newHeads` as announcements.
  */
 export function evmSource(
   client: PublicClient,
   fetchActivity: FetchEvmActivity = readBlockActivity,
   heads?: { wsUrl: string; logger: Logger },
+  traces?: TraceReader,
 ): BlockSource<EvmBlockActivity> {
   return {
+    ...(traces
+      ? {
+          status: () => {
+            const { available, reason } = traces.status();
+            return { internalTransfers: available, internalTransfersReason: reason };
+          },
+        }
+      : {}),
     ...(heads
       ? { watchHeads: (onHead: () => void) => subscribeToHeads(heads.wsUrl, onHead, heads.logger) }
       : {}),
@@ -37,7 +51,7 @@ export function evmSource(
       return { height: Number(latest.number), hash: latest.hash };
     },
     async block(height) {
-      const activity = await unlessMissing(fetchActivity(client, BigInt(height)));
+      const activity = await unlessMissing(fetchActivity(client, BigInt(height), traces));
       if (!activity) return undefined;
       return { height, hash: activity.hash, parentHash: activity.parentHash, activity };
     },

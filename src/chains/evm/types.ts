@@ -1,11 +1,18 @@
 import type { Hex } from 'viem';
+import type { RpcReceiptFees } from './fees.js';
 
 /** One movement of value in a block, as the matcher and the notifications see it. */
 export interface EvmTransfer {
   txHash: Hex;
   txIndex: number;
-  /** Log index for token transfers; null for the top-level native transfer. */
+  /** Log index for token transfers; null for native transfers (top-level and internal). */
   logIndex: number | null;
+  /**
+   * An internal transfer (native value moved by a contract call, found in the block's traces):
+   * the call frame's position below the top-level call, child indexes joined by dots ("0.2.1").
+   * Absent for the top-level native transfer and for token transfers.
+   */
+  traceAddress?: string;
   /** Position in an ERC-1155 TransferBatch (0 otherwise): one notification per token id. */
   batchIndex: number;
   kind: 'native' | 'erc20' | 'erc721' | 'erc1155';
@@ -23,13 +30,35 @@ export interface EvmTransfer {
   tokenId: bigint | null;
 }
 
+/**
+ * A mined transaction's sender and what its fee is made of, for subscriptions with `attr.fees`:
+ * the fee itself is computed (transactionFee) only for a sender someone watches.
+ */
+export interface EvmPayment {
+  txHash: Hex;
+  txIndex: number;
+  /** Lower case, as the transfers' addresses. */
+  from: Hex;
+  /** The receipt as the node answered it: gas used and prices (and an OP-stack L1 fee) in hex. */
+  receipt: RpcReceiptFees;
+  /** The transaction's gasPrice, for a legacy receipt without effectiveGasPrice. */
+  gasPrice: Hex | null;
+  /** The transaction reverted: it moved nothing, but its fee was paid. */
+  failed: boolean;
+}
+
 export interface EvmBlockActivity {
   number: bigint;
   hash: Hex;
   parentHash: Hex;
   timestamp: bigint;
-  /** Transfers of successful transactions only: a reverted transaction moves no value. */
+  /**
+   * Transfers of successful transactions only: a reverted transaction moves no value. Internal
+   * transfers (with `traceAddress`) follow their transaction's top-level native transfer.
+   */
   transfers: EvmTransfer[];
+  /** Every transaction of the block, successful or not, as its sender paid for it. */
+  payments: EvmPayment[];
 }
 
 export interface TokenInfo {
