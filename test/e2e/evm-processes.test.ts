@@ -7,6 +7,7 @@ import {
   createWalletClient,
   type Hex,
   http,
+  numberToHex,
   type PublicClient,
   parseEther,
   type WalletClient,
@@ -14,6 +15,7 @@ import {
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, describe, expect, test } from 'vitest';
 import { type Anvil, startAnvil } from '../../src/chains/evm/anvil.js';
+import { artifact, startRpcProxy } from '../helpers/anvil.js';
 import { TEST_SERVICE_ENV } from '../helpers/app.js';
 import { backends, createTestEnvironment, type TestEnvironment } from '../helpers/env.js';
 import { type ServiceProcess, startServiceProcess, waitFor } from '../helpers/process.js';
@@ -184,6 +186,88 @@ describe('a watcher killed with SIGKILL (embedded PGlite)', () => {
     expectEachOnce(receiver, [...before, ...whileDown, ...big]);
     await third.stop();
   }, 180_000);
+});
+
+describe('a watcher killed with SIGKILL while it reads a block with internal transfers (embedded PGlite)', () => {
+  test('after a restart each internal transfer is notified exactly once', async () => {
+    const chain = await devnet();
+    // The service reads the chain through a proxy that can hold a block's traces: the block has
+    // been fetched in part, nothing of it committed, when the process dies.
+    const proxy = await startRpcProxy(chain.anvil.rpcUrl);
+    cleanups.push(() => proxy.close());
+    const configFile = path.join(path.dirname(chain.configFile), 'through-proxy.json');
+    fs.writeFileSync(
+      configFile,
+      JSON.stringify({
+        networks: {
+          DEVNET: {
+            family: 'evm',
+            chainId: chain.anvil.chainId,
+            symbol: 'ETH',
+            rpc: [proxy.url],
+            traces: 'parity',
+          },
+        },
+      }),
+    );
+    const environment = await createTestEnvironment('pglite');
+    cleanups.push(() => environment.cleanup());
+    const receiver = await startReceiver();
+    cleanups.push(() => receiver.close());
+    const env = serviceEnv(environment, { ...chain, configFile });
+    const deposit = chain.anvil.accounts[6]!.address;
+
+    const first = await start(env);
+    await subscribe(first, first.printedToken!, deposit, receiver.url);
+    const { abi, bytecode } = artifact('BatchPayer');
+    const deployed = await chain.client.waitForTransactionReceipt({
+      hash: await chain.wallet.deployContract({ abi, bytecode, account: chain.wallet.account!, chain: null }),
+    });
+    const payer = deployed.contractAddress!;
+    const next = deployed.blockNumber + 1n;
+    proxy.intercept((request) =>
+      request.method === 'trace_block' && request.params?.[0] === numberToHex(next)
+        ? { hold: true }
+        : undefined,
+    );
+    const hash = await chain.wallet.writeContract({
+      address: payer,
+      abi,
+      functionName: 'pay',
+      args: [
+        [deposit, deposit, deposit],
+        [1n, 2n, 3n],
+      ],
+      value: 6n,
+      account: chain.wallet.account!,
+      chain: null,
+    });
+    expect((await chain.client.waitForTransactionReceipt({ hash })).blockNumber).toBe(next);
+    await waitFor(
+      () => (proxy.methods.includes('trace_block') ? true : undefined),
+      'the block’s traces asked for',
+    );
+    await first.stop('SIGKILL');
+    proxy.intercept(() => undefined);
+
+    const second = await start(env);
+    const internal = () =>
+      receiver.requests
+        .map(
+          (r) => JSON.parse(r.body) as { txId: string; id: string; traceAddress?: string; mempool: boolean },
+        )
+        .filter((b) => b.txId === hash && !b.mempool);
+    await waitFor(() => (internal().length >= 3 ? true : undefined), 'the three internal transfers');
+    // Blocks after it processed too: whatever was to be sent of the block has been.
+    const later = await transfers(chain, deposit, 1, 1);
+    await allNotified(receiver, later);
+    const ids = new Map<string, Set<string>>();
+    for (const body of internal())
+      ids.set(body.traceAddress!, (ids.get(body.traceAddress!) ?? new Set()).add(body.id));
+    expect([...ids.keys()].sort()).toEqual(['0', '1', '2']);
+    for (const [traceAddress, seen] of ids) expect(seen.size, traceAddress).toBe(1);
+    await second.stop();
+  }, 120_000);
 });
 
 describe.each(backends.filter((b) => b === 'postgres'))('two watcher processes on %s', (backend) => {

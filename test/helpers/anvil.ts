@@ -130,7 +130,9 @@ export type ProxyAnswer =
   | { result: unknown }
   | { error: { code: number; message: string; data?: unknown } }
   /** The whole HTTP request fails with this status. */
-  | { httpStatus: number };
+  | { httpStatus: number }
+  /** The request is never answered (a node stuck on it), until the proxy closes. */
+  | { hold: true };
 
 export interface RpcProxy {
   url: string;
@@ -166,6 +168,7 @@ export async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
           methods.push(request.method);
           return decide(request);
         });
+        if (answers.some((a) => a !== undefined && 'hold' in a)) return;
         const failure = answers.find((a) => a !== undefined && 'httpStatus' in a);
         if (failure && 'httpStatus' in failure) {
           res.writeHead(failure.httpStatus, { 'content-type': 'text/plain' }).end('unavailable');
@@ -174,7 +177,9 @@ export async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
         const replies = await Promise.all(
           requests.map((request, i) => {
             const answer = answers[i];
-            return answer ? { jsonrpc: '2.0', id: request.id, ...answer } : forward(request);
+            return answer && !('hold' in answer)
+              ? { jsonrpc: '2.0', id: request.id, ...answer }
+              : forward(request);
           }),
         );
         res.writeHead(200, { 'content-type': 'application/json' });
