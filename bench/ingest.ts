@@ -20,6 +20,7 @@ import { createAccounts } from '../src/accounts/service.js';
 import { createTokenInfoCache, readBlockActivity } from '../src/chains/evm/activity.js';
 import { type Anvil, startAnvil } from '../src/chains/evm/anvil.js';
 import { evmSource, type FetchEvmActivity } from '../src/chains/evm/source.js';
+import { createTraceReader } from '../src/chains/evm/trace-reader.js';
 import type { EvmBlockActivity } from '../src/chains/evm/types.js';
 import { loadNetworks, type Network, type NetworkCatalog } from '../src/chains/networks.js';
 import type { BlockSource } from '../src/chains/source.js';
@@ -94,7 +95,12 @@ interface Options {
   followed: FollowedOptions | undefined;
   /** --serve-chain: where the built chain's watched addresses are written; nothing is measured. */
   serveChain: string | undefined;
+  /** How the traced passes read traces (internal transfers); off: no traced passes. */
+  traces: BenchTraces;
 }
+
+const BENCH_TRACES = ['debug', 'parity', 'off'] as const;
+type BenchTraces = (typeof BENCH_TRACES)[number];
 
 interface FollowedOptions {
   rpcUrl: string;
@@ -149,6 +155,7 @@ function readOptions(): Options {
       to: { type: 'string' },
       watch: { type: 'string' },
       'serve-chain': { type: 'string' },
+      traces: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -165,6 +172,9 @@ function readOptions(): Options {
         '  --log-level L            level of the follower logger (BENCH_LOG_LEVEL, default warn)',
         '  --passes LIST            evm,bitcoin,algorand,solana (BENCH_PASSES, default all)',
         '  --profile DIR            write a CPU profile of each EVM pass of this process to DIR',
+        '  --traces M               debug (callTracer, the default), parity (trace_block) or off: the EVM pass also',
+        "                           runs the follower reading each block's traces, beside fetching block, receipts",
+        '                           and traces 8 blocks in flight (BENCH_TRACES)',
         '  --rpc URL --from N --to M [--watch FILE]',
         '                           instead of the passes: follow blocks N..M of the EVM node at URL (no chain',
         '                           built, anvil not started), the addresses of FILE (one per line) subscribed',
@@ -198,6 +208,9 @@ function readOptions(): Options {
     if (!(PASSES as readonly string[]).includes(p))
       throw new Error(`unknown pass "${p}" (${PASSES.join(', ')})`);
   }
+  const traces = values.traces ?? process.env.BENCH_TRACES ?? 'debug';
+  if (!(BENCH_TRACES as readonly string[]).includes(traces))
+    throw new Error(`--traces must be one of ${BENCH_TRACES.join(', ')} (got "${traces}")`);
   const hitRate = numberOption(values['hit-rate'], 'BENCH_HIT_RATE', 0.01, 0);
   if (hitRate > 1) throw new Error('BENCH_HIT_RATE must be at most 1');
   return {
@@ -214,6 +227,7 @@ function readOptions(): Options {
     profileDir: values.profile,
     followed: followedOptions(values),
     serveChain: values['serve-chain'],
+    traces: traces as BenchTraces,
   };
 }
 
@@ -468,6 +482,8 @@ async function rawFetchInFlight(
   transfers: number,
   anvilPid: number | undefined,
   inFlight: number,
+  /** Also each block's traces, after its receipts. */
+  traces?: Exclude<BenchTraces, 'off'>,
 ): Promise<Row> {
   const url = chain.rpcUrl;
   const a = cpuMark(anvilPid, false);
@@ -477,6 +493,16 @@ async function rawFetchInFlight(
       const block = await jsonRpc<RpcBlock>(url, 'eth_getBlockByNumber', [toQuantity(n), true]);
       const receipts = await jsonRpc<unknown[]>(url, 'eth_getBlockReceipts', [block.hash]);
       if (receipts.length !== block.transactions.length) throw new Error(`block ${n}: receipts missing`);
+      if (traces === 'debug') {
+        const traced = await jsonRpc<unknown[]>(url, 'debug_traceBlockByNumber', [
+          toQuantity(n),
+          { tracer: 'callTracer' },
+        ]);
+        if (traced.length !== block.transactions.length) throw new Error(`block ${n}: traces missing`);
+      } else if (traces === 'parity') {
+        const traced = await jsonRpc<unknown[]>(url, 'trace_block', [toQuantity(n)]);
+        if (traced.length < block.transactions.length) throw new Error(`block ${n}: traces missing`);
+      }
     }
   };
   await Promise.all(Array.from({ length: inFlight }, worker));
@@ -643,6 +669,7 @@ async function runFollower(
   options: Options,
   anvilPid: number | undefined,
   postgresLocal: boolean,
+  traces: BenchTraces,
 ): Promise<FollowerResult> {
   const { db } = store;
   await store.migrate();
@@ -707,10 +734,11 @@ async function runFollower(
         return typeof value === 'function' ? value.bind(target) : value;
       },
     });
-    const timedFetch: FetchEvmActivity = async (c, n) => {
+    const reader = traces === 'off' ? undefined : createTraceReader(client, traces);
+    const timedFetch: FetchEvmActivity = async (c, n, r) => {
       const t = now();
       try {
-        return await readBlockActivity(c, n);
+        return await readBlockActivity(c, n, r);
       } finally {
         fetchMs += now() - t;
       }
@@ -718,12 +746,14 @@ async function runFollower(
     const follower = createFollower({
       db: timedDb,
       network: chain.network,
-      source: endingAt(evmSource(client, timedFetch), chain.last),
+      source: endingAt(evmSource(client, timedFetch, undefined, reader), chain.last),
       match: evmMatcher({ network: chain.network, index, tokens: createTokenInfoCache(client) }),
       logger: pino({ level: options.logLevel }),
       pollIntervalMs: 1_000,
     });
-    process.stdout.write(`  ${backend}: following ${chain.last - chain.first + 1} blocks... `);
+    process.stdout.write(
+      `  ${backend}: following ${chain.last - chain.first + 1} blocks${traces === 'off' ? '' : ` with traces (${traces})`}... `,
+    );
     let gcMs = 0;
     const gcObserver = new PerformanceObserver((list) => {
       for (const entry of list.getEntries()) gcMs += entry.duration;
@@ -775,14 +805,14 @@ async function runFollower(
     process.stdout.write(`${fixed(shares.seconds, 2)} s\n`);
     return {
       row: {
-        label: `follower + matcher, ${backend}`,
+        label: `follower + matcher, ${backend}${traces === 'off' ? '' : `, traces (${traces})`}`,
         blocks,
         transfers: expected.transfers,
         notifications,
         ...shares,
       },
       notes: [
-        `${backend}: per block ${fixed((shares.seconds * 1000) / blocks, 1)} ms = write transaction ` +
+        `${backend}${traces === 'off' ? '' : ` with traces`}: per block ${fixed((shares.seconds * 1000) / blocks, 1)} ms = write transaction ` +
           `${fixed(transactionMs / blocks, 1)} ms (${share(transactionMs)}; ${transactionCount} transactions, ` +
           `${fixed(blocks / Math.max(1, transactionCount), 1)} blocks each) + waiting for the next block, match, ` +
           `build notifications ${fixed(restMs / blocks, 1)} ms (${share(restMs)}); each block's read (fetch + extract, ` +
@@ -804,11 +834,12 @@ async function benchPglite(
   expected: Expected,
   options: Options,
   anvilPid: number | undefined,
+  traces: BenchTraces = 'off',
 ): Promise<FollowerResult> {
   const dir = makeTempDir('ledgerhook-bench-ingest-');
   const store = await openStore({ pgliteDir: path.join(dir, 'pglite') });
   try {
-    return await runFollower('pglite', store, chain, index, expected, options, anvilPid, false);
+    return await runFollower('pglite', store, chain, index, expected, options, anvilPid, false, traces);
   } finally {
     await store.close();
   }
@@ -820,6 +851,7 @@ async function benchPostgres(
   expected: Expected,
   options: Options,
   anvilPid: number | undefined,
+  traces: BenchTraces = 'off',
 ): Promise<FollowerResult> {
   const scratch = await createScratchDatabase(options.databaseUrl!, 'ingest');
   try {
@@ -834,6 +866,7 @@ async function benchPostgres(
         options,
         anvilPid,
         isLoopback(options.databaseUrl!),
+        traces,
       );
       if (!isLoopback(options.databaseUrl!))
         result.notes.push('postgres cpu not measured (not on this host)');
@@ -972,6 +1005,67 @@ async function measureRange(
       "ratios: a reference's seconds over the pass seconds (1 = as fast as merely fetching that way).",
       'cpu: percent of one core over the pass: this process (viem, matcher, follower, PGlite), anvil, and',
       'all postgres processes of this host (other users of that server count too).',
+      '',
+    ].join('\n'),
+  );
+  if (options.traces !== 'off')
+    await measureTraced(range, options, built, expected, anvilPid, reference, pipelined, options.traces);
+}
+
+/**
+ * The follower reading each block's traces as well (internal transfers), beside the limit with
+ * traces: block, receipts and traces fetched 8 blocks in flight, in the same run. What traces
+ * cost is the difference to the untraced limit: time and the node's CPU per block.
+ */
+async function measureTraced(
+  range: FollowedRange,
+  options: Options,
+  built: IndexReport,
+  expected: Expected,
+  anvilPid: number | undefined,
+  reference: Row,
+  untraced: Row,
+  traces: Exclude<BenchTraces, 'off'>,
+): Promise<void> {
+  const { transfers } = expected;
+  const fetchTraced = (label: string) =>
+    rawFetchInFlight(range, label, transfers, anvilPid, IN_FLIGHT, traces);
+  process.stdout.write(`  raw fetch with traces, ${IN_FLIGHT} in flight (before)... `);
+  const before = await fetchTraced('before');
+  process.stdout.write(`${fixed(before.seconds, 2)} s
+`);
+  const results: FollowerResult[] = [];
+  for (const backend of options.backends) {
+    results.push(
+      backend === 'pglite'
+        ? await benchPglite(range, built.index, expected, options, anvilPid, traces)
+        : await benchPostgres(range, built.index, expected, options, anvilPid, traces),
+    );
+  }
+  process.stdout.write(`  raw fetch with traces, ${IN_FLIGHT} in flight (after)... `);
+  const after = await fetchTraced('after');
+  process.stdout.write(`${fixed(after.seconds, 2)} s
+`);
+  const pipelined = meanRow(
+    `raw fetch + traces (${traces}), ${IN_FLIGHT} blocks in flight (reference)`,
+    before,
+    after,
+  );
+  const perBlock = (r: Row) => (r.seconds * 1000) / r.blocks;
+  const anvilPerBlock = (r: Row) =>
+    r.anvilCpu === undefined ? undefined : ((r.anvilCpu / 100) * r.seconds * 1000) / r.blocks;
+  const [withCpu, withoutCpu] = [anvilPerBlock(pipelined), anvilPerBlock(untraced)];
+  process.stdout.write(
+    [
+      '',
+      `with traces (${traces === 'debug' ? 'debug_traceBlockByNumber, callTracer' : 'trace_block'}):`,
+      formatRows([pipelined, ...results.map((r) => r.row)], reference, pipelined),
+      `the cost of traces, fetching ${IN_FLIGHT} blocks in flight: ${fixed(perBlock(untraced), 2)} ms per block without, ` +
+        `${fixed(perBlock(pipelined), 2)} ms with (+${fixed(perBlock(pipelined) - perBlock(untraced), 2)} ms); ` +
+        (withCpu === undefined || withoutCpu === undefined
+          ? 'node cpu not measured'
+          : `node (anvil) cpu ${fixed(withoutCpu, 2)} ms per block without, ${fixed(withCpu, 2)} ms with`),
+      ...results.flatMap((r) => r.notes),
       '',
     ].join('\n'),
   );
