@@ -476,7 +476,7 @@ export interface paths {
         };
         /**
          * Look up one transaction, normalised across chains
-         * @description Networks: ETH, BSC, POL, GLRM (GLMR), ALGO, BTC, SOL and any configured one. Unknown network or malformed id: 400 before any node is asked; unknown transaction: 404; node unreachable or failing: 503 with Retry-After. Final transactions are cached.
+         * @description Networks: ETH, BSC, POL, GLRM (GLMR), BASE, ARB, OP, AVAX, SEPOLIA, ALGO, BTC, SOL and any configured one. On EVM networks whose node has traces, `internalTransfers` lists the value its contract calls moved. Unknown network or malformed id: 400 before any node is asked; unknown transaction: 404; node unreachable or failing: 503 with Retry-After. Final transactions are cached.
          */
         get: operations["getTransaction"];
         put?: never;
@@ -576,8 +576,8 @@ export interface components {
             address: string;
             /** @description Transaction id (hash, signature) as the chain writes it */
             txId: string;
-            /** @description `native` for the chain’s own asset, `token` for a token or NFT */
-            type: "native" | "token";
+            /** @description `native` for the chain’s own asset, `token` for a token or NFT, `fee` (EVM, with `attr.fees`) for the fee a watched sender paid for a mined transaction */
+            type: "native" | "token" | "fee";
             /** @description Block (round, slot) holding the transaction; absent while in the mempool */
             blockNumber?: number;
             /** @description Token contract address (mint, asset id) for tokens; the native asset’s symbol (ETH, BTC, ALGO, SOL…) otherwise */
@@ -596,8 +596,23 @@ export interface components {
             tokenId?: string;
             /** @description EVM only: true while pending (no `blockNumber`), false once in a block */
             mempool?: boolean;
-            /** @description On EVM chains the recipient; elsewhere the single counterparty, absent if several */
+            /** @description On EVM chains the recipient (absent on a `fee`); elsewhere the single counterparty, absent if several */
             counterAddress?: string;
+            /**
+             * @description EVM: native value moved by a contract call (an internal transfer), found in the block’s traces; `address` is the sending contract
+             * @enum {boolean}
+             */
+            internal?: true;
+            /**
+             * @description With `internal`: the call’s position below the transaction’s call, child indexes joined by dots (every child counted, static and delegate calls included)
+             * @example 0.2.1
+             */
+            traceAddress?: string;
+            /**
+             * @description On a `fee`: the transaction reverted; it moved nothing, but its fee was paid
+             * @enum {boolean}
+             */
+            failed?: true;
             /** @description Where a risk provider is configured: one `{address: score}` per counterparty, 0 (nothing known) to 100 (sanctioned) */
             addressesRiskRatio?: {
                 [key: string]: number;
@@ -1832,7 +1847,7 @@ export interface operations {
                         address?: string;
                         /** @description A list of addresses of the chain (up to 100,000; more through /subscription/{id}/addresses), instead of `address`. Repeats are watched once. May be empty */
                         addresses?: string[];
-                        /** @description A configured network: ETH, BSC, POL, GLRM, ALGO, BTC, SOL… */
+                        /** @description A configured network: ETH, BSC, POL, GLRM, BASE, ARB, OP, AVAX, SEPOLIA, ALGO, BTC, SOL… */
                         chain: string;
                         /** @description http(s) endpoint that receives the notifications */
                         url: string;
@@ -3634,6 +3649,25 @@ export interface operations {
                         };
                         /** @description Algorand tx-type; EVM create, transfer or call; Bitcoin coinbase or transfer; Solana the instruction */
                         txType: string | null;
+                        /** @description EVM, where the node has traces (absent where it has none): native value the transaction’s contract calls moved, in call order; empty when none did, or when the transaction reverted */
+                        internalTransfers?: {
+                            /**
+                             * @description The call’s position below the transaction’s call: child indexes joined by dots
+                             * @example 0.2.1
+                             */
+                            traceAddress: string;
+                            /** @enum {string} */
+                            type: "call" | "create" | "create2" | "selfdestruct";
+                            /** @description The contract the value left (EIP-55) */
+                            from: string;
+                            /** @description The recipient: the called account, the created contract, or the self-destruct’s beneficiary */
+                            to: string;
+                            /**
+                             * Format: int64
+                             * @description Wei. Exact, even beyond 2^53.
+                             */
+                            value: number;
+                        }[];
                     };
                 };
             };

@@ -72,7 +72,8 @@ const CreateBody = Type.Object(
         chain: Type.String({
           minLength: 1,
           maxLength: 32,
-          description: 'A configured network: ETH, BSC, POL, GLRM, BASE, ARB, OP, AVAX, SEPOLIA, ALGO, BTC, SOL…',
+          description:
+            'A configured network: ETH, BSC, POL, GLRM, BASE, ARB, OP, AVAX, SEPOLIA, ALGO, BTC, SOL…',
         }),
         url: Type.String({
           minLength: 1,

@@ -344,6 +344,8 @@ describe(`the console in Chromium on ${backend}`, () => {
     const height = Number(await devnet.locator('td').nth(0).innerText());
     expect(height).toBeGreaterThanOrEqual(Number(block));
     expect(await devnet.locator('.badge').innerText()).toBe('healthy');
+    // anvil answers trace_block: internal transfers are read.
+    expect(await devnet.locator('td').nth(4).innerText()).toBe('read from traces');
     await d.mine();
     await waitFor(
       async () => (Number(await devnet.locator('td').nth(0).innerText()) > height ? true : undefined),
