@@ -81,6 +81,12 @@ export function anvilChain(anvil: Anvil): Chain {
   });
 }
 
+/**
+ * How long a wallet waits for anvil: its first blob transaction loads the KZG trusted setup, which
+ * took over 10 s (viem's default) on a loaded two-core machine.
+ */
+export const WALLET_TIMEOUT_MS = 60_000;
+
 export function anvilClients(anvil: Anvil, rpcUrl = anvil.rpcUrl): AnvilClients {
   const chain = anvilChain(anvil);
   const publicClient = createPublicClient({ chain, transport: httpTransport(rpcUrl), pollingInterval: 50 });
@@ -88,7 +94,7 @@ export function anvilClients(anvil: Anvil, rpcUrl = anvil.rpcUrl): AnvilClients 
     createWalletClient({
       account: privateKeyToAccount(a.privateKey),
       chain,
-      transport: httpTransport(rpcUrl),
+      transport: httpTransport(rpcUrl, { timeout: WALLET_TIMEOUT_MS }),
     }),
   );
   return { chain, publicClient, wallets };

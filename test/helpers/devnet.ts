@@ -20,7 +20,7 @@ import {
 import { privateKeyToAccount } from 'viem/accounts';
 import { expect } from 'vitest';
 import { type Anvil, startAnvil } from '../../src/chains/evm/anvil.js';
-import { artifact, type ContractName, type RpcProxy, startRpcProxy } from './anvil.js';
+import { artifact, type ContractName, type RpcProxy, startRpcProxy, WALLET_TIMEOUT_MS } from './anvil.js';
 import { startTestApp, type TestApp } from './app.js';
 import type { Backend } from './env.js';
 import { waitFor } from './process.js';
@@ -163,7 +163,7 @@ export async function startDevnet(backend: Backend, options: DevnetOptions = {})
     const wallets = anvil.accounts.slice(0, 5).map((account) =>
       createWalletClient({
         account: privateKeyToAccount(account.privateKey),
-        transport: http(anvil.rpcUrl),
+        transport: http(anvil.rpcUrl, { timeout: WALLET_TIMEOUT_MS }),
       }),
     );
     const addresses = anvil.accounts.slice(0, 5).map((account) => getAddress(account.address));
