@@ -13,8 +13,10 @@ import { REGISTRY_CHANGED_CHANNEL } from './anchor/leaves.js';
 import { anchorNetwork, startAnchorer, verifyAgainst } from './anchor/service.js';
 import { type BackfillFamily, backfillFamily } from './backfill/families.js';
 import { createBackfills } from './backfill/jobs.js';
+import { registerBackfillRoutes } from './backfill/routes.js';
 import { type BackfillRunner, createBackfillRunner } from './backfill/runner.js';
 import { type Config, ConfigError } from './config.js';
+import { registerConsoleRoutes } from './console/routes.js';
 import { createMetrics } from './http/metrics.js';
 import { createHttpServer } from './http/server.js';
 import { createIdempotency } from './idempotency/service.js';
@@ -22,8 +24,11 @@ import { createDispatcher, type NotificationDispatcher } from './notify/dispatch
 import { createDnsResolve, createEgress } from './notify/egress.js';
 import { createFeedSequencer } from './notify/feed.js';
 import { createEventFeed, type EventFeed } from './notify/feed-reader.js';
+import { registerFeedRoutes } from './notify/feed-routes.js';
 import { outboxStats } from './notify/outbox.js';
 import { createRetryPolicy } from './notify/retry-policy.js';
+import { registerPassRoutes } from './registry/pass-routes.js';
+import { registerRegistryRoutes } from './registry/routes.js';
 import { createRegistries } from './registry/service.js';
 import { createEnvelope, type Envelope } from './secrets/envelope.js';
 import { loadMasterKey } from './secrets/master-key.js';
@@ -33,7 +38,9 @@ import { urlSecretRedactor } from './shared/url-secrets.js';
 import { type Db, openStore, type Store } from './store/db.js';
 import { acquireDataDirLock, DataDirInUseError, type DataDirLock, dataDirHolder } from './store/lock.js';
 import { settings } from './store/schema.js';
+import { registerSubscriptionRoutes } from './subscriptions/routes.js';
 import { createSubscriptions } from './subscriptions/service.js';
+import { registerTransactionRoutes } from './transactions/routes.js';
 import { createTransactions } from './transactions/service.js';
 import { packageVersion } from './version.js';
 import { createAddressIndex } from './watch/address-index.js';
@@ -472,16 +479,28 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
     }
 
     // Every role serves health, readiness and metrics; the API role adds /api/v1.
+    const transactions = createTransactions({ db: store.db, networks: config.networks });
     const http = await createHttpServer({
       logger,
       accounts,
-      registries,
-      verifyReceipt: (receipt, content) => verifyAgainst(config.networks, receipt, content),
-      subscriptions,
-      backfills,
-      transactions: createTransactions({ db: store.db, networks: config.networks }),
-      feed,
-      serveApi: config.roles.has('api'),
+      // Each domain's routes, in the order the OpenAPI document lists them.
+      routes: config.roles.has('api')
+        ? {
+            api: [
+              (api) =>
+                registerRegistryRoutes(api, registries, {
+                  verify: (receipt, content) => verifyAgainst(config.networks, receipt, content),
+                }),
+              (api) =>
+                registerSubscriptionRoutes(api, subscriptions, { testRateLimit: config.testRateLimit }),
+              (api) => registerBackfillRoutes(api, backfills),
+              (api) => registerTransactionRoutes(api, transactions),
+              ...(feed ? [(api: FastifyInstance) => registerFeedRoutes(api, feed)] : []),
+            ],
+            pages: [(pages) => registerPassRoutes(pages, registries)],
+            open: [(app) => registerConsoleRoutes(app, logger)],
+          }
+        : undefined,
       metrics,
       checkReady: () => store.ping(),
       watchStatus: () => watcher?.status() ?? [],
@@ -491,7 +510,6 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
       readyTimeoutMs: config.readyTimeoutMs,
       version: packageVersion(),
       rateLimit: config.rateLimit,
-      testRateLimit: config.testRateLimit,
       passRateLimit: config.passRateLimit,
     });
     steps.push({ name: 'HTTP server', stop: (until) => closeServer(http, until - reserveMs) });

@@ -3,10 +3,11 @@ import net from 'node:net';
 import path from 'node:path';
 import { loadNetworks, type NetworkCatalog } from './chains/networks.js';
 import { ConfigError } from './errors.js';
-import type { RateLimit } from './http/rate-limit.js';
-import { type Cidr, parseAllowCidrs } from './notify/egress.js';
-import { DEFAULT_RETRY_SCHEDULE_MS, parseDuration, parseSchedule } from './notify/retry-policy.js';
-import { parseRiskConfig, type RiskConfig } from './watch/risk/config.js';
+import type { RateLimit } from './http-kit/rate-limit.js';
+import { parseRiskConfig, type RiskConfig } from './risk-config.js';
+import { parseMasterKey } from './secrets/master-key.js';
+import { type Cidr, parseAllowCidrs } from './shared/cidr.js';
+import { parseDuration, parseSchedule } from './shared/durations.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -35,7 +36,8 @@ export interface Config {
   allowCidrs: Cidr[];
   /** DNS servers for callback host names (host:port); the system resolver when empty. */
   dnsServers: string[];
-  retryScheduleMs: number[];
+  /** LEDGERHOOK_RETRY_SCHEDULE; undefined: the delivery policy's own (DESIGN §7, notify/retry-policy.ts). */
+  retryScheduleMs: number[] | undefined;
   deliveryTimeoutMs: number;
   connectTimeoutMs: number;
   disableAfterMs: number;
@@ -115,17 +117,6 @@ function readDatabaseUrl(env: Env): string | undefined {
     throw new ConfigError('DATABASE_URL', `must use postgres:// or postgresql:// (got "${url.protocol}")`);
   }
   return raw;
-}
-
-/** Accepts 64 hex characters or base64 of exactly 32 bytes. */
-export function parseMasterKey(raw: string, variable = 'LEDGERHOOK_MASTER_KEY'): Buffer {
-  const text = raw.trim();
-  if (/^[0-9a-fA-F]{64}$/.test(text)) return Buffer.from(text, 'hex');
-  if (/^[A-Za-z0-9+/_-]+={0,2}$/.test(text)) {
-    const key = Buffer.from(text, 'base64');
-    if (key.length === 32) return key;
-  }
-  throw new ConfigError(variable, 'must be 32 bytes, as 64 hex characters or base64');
 }
 
 function readOnOff(env: Env, name: string, fallback: boolean): boolean {
@@ -307,7 +298,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     dnsServers: parseDnsServers(env.LEDGERHOOK_DNS_SERVERS),
     retryScheduleMs: env.LEDGERHOOK_RETRY_SCHEDULE?.trim()
       ? parseSchedule(env.LEDGERHOOK_RETRY_SCHEDULE)
-      : DEFAULT_RETRY_SCHEDULE_MS,
+      : undefined,
     deliveryTimeoutMs: readDuration(env, 'LEDGERHOOK_DELIVERY_TIMEOUT', 15_000, 100),
     connectTimeoutMs: readDuration(env, 'LEDGERHOOK_CONNECT_TIMEOUT', 5_000, 100),
     disableAfterMs: readDuration(env, 'LEDGERHOOK_DISABLE_AFTER', 5 * 86_400_000, 1),

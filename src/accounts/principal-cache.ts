@@ -1,5 +1,10 @@
 import { createTtlCache } from '../shared/ttl-cache.js';
-import type { Principal } from './service.js';
+
+/** Who a request's token belongs to. */
+export interface Principal {
+  accountId: string;
+  tokenId: string;
+}
 
 /** NOTIFY channel on which a revoked token's id reaches every process sharing the database. */
 export const TOKEN_REVOKED_CHANNEL = 'ledgerhook_token_revoked';

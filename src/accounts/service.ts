@@ -2,10 +2,10 @@ import crypto from 'node:crypto';
 import { and, asc, count, eq, isNull, sql } from 'drizzle-orm';
 import { v7 as uuidv7 } from 'uuid';
 import { NotFoundError } from '../errors.js';
-import { isUuid } from '../http/pagination.js';
+import { isUuid } from '../http-kit/pagination.js';
 import type { Db } from '../store/db.js';
 import { validateAccountName } from './names.js';
-import { createPrincipalCache, TOKEN_REVOKED_CHANNEL } from './principal-cache.js';
+import { createPrincipalCache, type Principal, TOKEN_REVOKED_CHANNEL } from './principal-cache.js';
 import { accounts, apiTokens } from './schema.js';
 
 export interface Account {
@@ -30,10 +30,7 @@ export interface IssuedToken {
   info: TokenInfo;
 }
 
-export interface Principal {
-  accountId: string;
-  tokenId: string;
-}
+export type { Principal } from './principal-cache.js';
 
 export const DEFAULT_ACCOUNT = 'default';
 const TOKEN_PREFIX = 'lh_';

@@ -5,6 +5,7 @@
  * `anchors` with a `type` and `sourceId`), with our own `type` because the leaf and the anchor
  * encoding are ours, and with the salt so that the content can be checked too.
  */
+import type { AnchorKind } from '../chains/anchor-chain.js';
 import type { ProofStep } from './merkle.js';
 
 export const RECEIPT_TYPE = 'LedgerhookReceipt/1';
@@ -13,7 +14,7 @@ export const RECEIPT_TYPE = 'LedgerhookReceipt/1';
 export const ANCHOR_PREFIX = Buffer.from('LHK1', 'ascii');
 
 /** How the root sits in its transaction. */
-export type AnchorKind = 'evm-input' | 'algorand-note';
+export type { AnchorKind };
 
 export interface ReceiptAnchor {
   type: AnchorKind;

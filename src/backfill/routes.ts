@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { bodyProblemResponses, problemResponses } from '../http/schemas.js';
+import { bodyProblemResponses, problemResponses } from '../http-kit/schemas.js';
 import type { Backfills } from './jobs.js';
 
 const Id = Type.Object({ id: Type.String({ format: 'uuid' }) });

@@ -192,3 +192,23 @@ export function nodeUnavailable(
   wrapped.cause = err;
   return wrapped;
 }
+
+const METHOD_UNAVAILABLE =
+  /method.{0,40}(not found|not supported|unsupported|does not exist|not available|not allowed)|unsupported method|unknown method/i;
+
+/** Whether an error says the node does not offer the method (rather than failing to answer). */
+export function isMethodUnavailable(err: unknown): boolean {
+  const errors: unknown[] = [];
+  if (err instanceof BaseError) {
+    err.walk((e) => {
+      errors.push(e);
+      return false;
+    });
+  } else errors.push(err);
+  return errors.some((e) => {
+    if (typeof e !== 'object' || e === null) return false;
+    const { code, details, message } = e as { code?: unknown; details?: unknown; message?: unknown };
+    if (code === -32601 || code === -32004) return true;
+    return [details, message].some((text) => typeof text === 'string' && METHOD_UNAVAILABLE.test(text));
+  });
+}

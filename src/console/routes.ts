@@ -13,8 +13,8 @@ import path from 'node:path';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { sendProblem } from '../http/problem.js';
-import { problemResponse } from '../http/schemas.js';
+import { sendProblem } from '../http-kit/problem.js';
+import { problemResponse } from '../http-kit/schemas.js';
 import { packageRoot } from '../shared/package-root.js';
 
 /** Where the console's build lands, in the package (the service runs from src/ or the dist/ bundle). */

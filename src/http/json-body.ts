@@ -1,5 +1,5 @@
 import { type FieldError, ValidationError } from '../errors.js';
-import { escapePointerToken } from './validation.js';
+import { escapePointerToken } from '../http-kit/validation.js';
 
 declare global {
   interface String {

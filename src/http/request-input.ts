@@ -10,9 +10,9 @@ import {
   type RouteOptions,
 } from 'fastify';
 import { ValidationError } from '../errors.js';
+import { PROBLEM_CONTENT_TYPE, sendProblem } from '../http-kit/problem.js';
+import { escapePointerToken } from '../http-kit/validation.js';
 import { MalformedBodyError, parseJsonBody } from './json-body.js';
-import { PROBLEM_CONTENT_TYPE, sendProblem } from './problem.js';
-import { escapePointerToken } from './validation.js';
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 

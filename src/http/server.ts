@@ -3,24 +3,14 @@ import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { Accounts } from '../accounts/service.js';
-import type { Backfills } from '../backfill/jobs.js';
-import { registerBackfillRoutes } from '../backfill/routes.js';
-import { registerConsoleRoutes } from '../console/routes.js';
-import type { EventFeed } from '../notify/feed-reader.js';
-import { registerFeedRoutes } from '../notify/feed-routes.js';
-import { registerPassRoutes } from '../registry/pass-routes.js';
-import { type RegistryRouteOptions, registerRegistryRoutes } from '../registry/routes.js';
-import type { Registries } from '../registry/service.js';
+import { registerProblemHandling, sendProblem } from '../http-kit/problem.js';
+import { type RateLimit, registerIpRateLimit, registerRateLimit } from '../http-kit/rate-limit.js';
+import { ProblemSchema, problemResponse } from '../http-kit/schemas.js';
+import { createValidatorCompiler } from '../http-kit/validation.js';
 import { withDeadline } from '../shared/deadline.js';
-import { registerSubscriptionRoutes } from '../subscriptions/routes.js';
-import type { Subscriptions } from '../subscriptions/service.js';
-import { registerTransactionRoutes } from '../transactions/routes.js';
-import type { Transactions } from '../transactions/service.js';
 import type { FollowerStatus } from '../watch/follower.js';
 import { requireBearerToken } from './auth.js';
 import type { Metrics } from './metrics.js';
-import { registerProblemHandling, sendProblem } from './problem.js';
-import { type RateLimit, registerIpRateLimit, registerRateLimit } from './rate-limit.js';
 import {
   answerClientError,
   answerFrameworkError,
@@ -28,9 +18,7 @@ import {
   registerRequestInput,
 } from './request-input.js';
 import { createRouteTable } from './route-table.js';
-import { ProblemSchema, problemResponse } from './schemas.js';
 import { cachedSerializerFactory } from './serialization.js';
-import { createValidatorCompiler } from './validation.js';
 import { WEBHOOK_SCHEMAS } from './webhook-schemas.js';
 
 declare module 'fastify' {
@@ -39,20 +27,28 @@ declare module 'fastify' {
   }
 }
 
+/** A domain's routes: its plugin, registered by the composition root in the scope it belongs to. */
+export type RoutePlugin = (scope: FastifyInstance) => void;
+
+/**
+ * What the server serves besides health, readiness, metrics and the documents: each domain's
+ * route plugin, listed by the composition root (app.ts), in the order the OpenAPI document lists them.
+ */
+export interface ServedRoutes {
+  /** Under /api/v1, behind the bearer token and the account's rate limit. */
+  api: RoutePlugin[];
+  /** Public pages without a token, limited per client address instead. */
+  pages: RoutePlugin[];
+  /** Without a token or a limit (the console's page and files, which sign in to /api/v1 with one). */
+  open: RoutePlugin[];
+}
+
 export interface HttpServerDeps {
   logger: FastifyBaseLogger;
+  /** Checks the bearer token of every /api/v1 request. */
   accounts: Accounts;
-  registries: Registries;
-  /** Checks an anchoring receipt against the node of the network it names. */
-  verifyReceipt: RegistryRouteOptions['verify'];
-  subscriptions: Subscriptions;
-  /** History backfills of subscriptions. */
-  backfills?: Backfills;
-  transactions: Transactions;
-  /** The pull feed of events (GET /api/v1/events), served with the API. */
-  feed?: EventFeed;
-  /** Whether /api/v1 is served (the api role); health, readiness and metrics always are. */
-  serveApi: boolean;
+  /** Served when this process has the api role; health, readiness and metrics always are. */
+  routes: ServedRoutes | undefined;
   metrics: Metrics;
   /** Resolves when the database answers; rejects otherwise. */
   checkReady: () => Promise<void>;
@@ -66,9 +62,8 @@ export interface HttpServerDeps {
   /** /readyz answers 503 when the database has not answered within this. */
   readyTimeoutMs: number;
   version: string;
-  /** Requests per account (undefined: unlimited); test notifications have a limit of their own. */
+  /** Requests per account (undefined: unlimited). */
   rateLimit?: RateLimit;
-  testRateLimit?: RateLimit;
   /** Public pass pages per client IP (undefined: unlimited). */
   passRateLimit?: RateLimit;
 }
@@ -275,26 +270,22 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
       reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics()),
   );
 
-  if (deps.serveApi) {
+  const { routes } = deps;
+  if (routes) {
     await app.register(
       async (api) => {
         requireBearerToken(api, deps.accounts);
         await registerRateLimit(api, deps.rateLimit);
-        registerRegistryRoutes(api, deps.registries, { verify: deps.verifyReceipt });
-        registerSubscriptionRoutes(api, deps.subscriptions, { testRateLimit: deps.testRateLimit });
-        if (deps.backfills) registerBackfillRoutes(api, deps.backfills);
-        registerTransactionRoutes(api, deps.transactions);
-        if (deps.feed) registerFeedRoutes(api, deps.feed);
+        for (const register of routes.api) register(api);
       },
       { prefix: '/api/v1' },
     );
     // Public, without a token: limited per client address instead of per account.
     await app.register(async (pages) => {
       await registerIpRateLimit(pages, deps.passRateLimit);
-      registerPassRoutes(pages, deps.registries);
+      for (const register of routes.pages) register(pages);
     });
-    // The console's page and files need no token; the page signs in to /api/v1 with one.
-    registerConsoleRoutes(app, deps.logger);
+    for (const register of routes.open) register(app);
   }
   return app;
 }

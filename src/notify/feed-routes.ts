@@ -2,8 +2,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { ValidationError } from '../errors.js';
-import { decodeCursor } from '../http/pagination.js';
-import { problemResponses } from '../http/schemas.js';
+import { decodeCursor } from '../http-kit/pagination.js';
+import { problemResponses } from '../http-kit/schemas.js';
 import { type EventFeed, MAX_FEED_WAIT_SECONDS } from './feed-reader.js';
 
 const DEFAULT_LIMIT = 100;

@@ -1,5 +1,3 @@
-import { ConfigError } from '../errors.js';
-
 /** Delays after the 1st, 2nd, … failed attempt: 10 attempts over about three days. */
 export const DEFAULT_RETRY_SCHEDULE_MS = [
   5_000,
@@ -13,25 +11,8 @@ export const DEFAULT_RETRY_SCHEDULE_MS = [
   24 * 3_600_000,
 ];
 
-const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-/** Parses "5s", "250ms", "2h", "5d". */
-export function parseDuration(text: string, variable: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(text.trim());
-  if (!m)
-    throw new ConfigError(
-      variable,
-      `has an invalid duration "${text.trim()}" (use e.g. 250ms, 5s, 5m, 2h, 1d)`,
-    );
-  return Math.round(Number(m[1]) * UNITS[m[2]!]!);
-}
-
-/** Parses a comma-separated schedule such as "5s,5m,30m". */
-export function parseSchedule(text: string, variable = 'LEDGERHOOK_RETRY_SCHEDULE'): number[] {
-  const delays = text.split(',').map((part) => parseDuration(part, variable));
-  if (delays.length === 0 || delays.length > 50) throw new ConfigError(variable, 'must list 1-50 delays');
-  return delays;
-}
+// Durations are read by the configuration too: parsed in shared/, used here.
+export { parseDuration, parseSchedule } from '../shared/durations.js';
 
 export interface RetryDecision {
   /** Delay before the next attempt, or undefined when the attempts are used up. */

@@ -1,8 +1,16 @@
 import type { FieldError } from '../errors.js';
-import type { MetadataItem } from './schema.js';
 
 export const METADATA_TYPES = ['TEXT', 'NUMBER', 'DATE', 'BOOLEAN', 'URL', 'EMAIL', 'FILE'] as const;
 export type MetadataType = (typeof METADATA_TYPES)[number];
+
+/** One entry of a registry's metadata, as stored (registry/schema.ts) and validated here. */
+export interface MetadataItem {
+  type: MetadataType;
+  key: string;
+  value?: string;
+  title?: string;
+  file?: string;
+}
 
 const NUMBER = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;

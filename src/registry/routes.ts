@@ -9,7 +9,7 @@ import {
   IdempotencyKeyHeader,
   PaginationQuery,
   problemResponses,
-} from '../http/schemas.js';
+} from '../http-kit/schemas.js';
 import { parseIdempotencyKey } from '../idempotency/service.js';
 import { METADATA_TYPES } from './metadata.js';
 import type { CreateRegistryInput, Registries } from './service.js';

@@ -10,7 +10,7 @@ import {
   uuid,
 } from 'drizzle-orm/pg-core';
 import { accounts } from '../accounts/schema.js';
-import type { MetadataType } from './metadata.js';
+import type { MetadataItem } from './metadata.js';
 
 const at = (name: string) => timestamp(name, { withTimezone: true, precision: 3, mode: 'date' });
 
@@ -27,13 +27,7 @@ export const folders = pgTable(
   (t) => [primaryKey({ columns: [t.accountId, t.folderId] })],
 );
 
-export interface MetadataItem {
-  type: MetadataType;
-  key: string;
-  value?: string;
-  title?: string;
-  file?: string;
-}
+export type { MetadataItem };
 
 /**
  * A registry. When `dataEncrypted` is set, `metadata` and `description` are null and their JSON

@@ -14,7 +14,7 @@ import { createProofs } from '../anchor/proofs.js';
 import type { Receipt } from '../anchor/receipt.js';
 import { anchorLeaves } from '../anchor/schema.js';
 import { ConflictError, NotFoundError, ServerMisconfiguredError, ValidationError } from '../errors.js';
-import { decodeCursor, isUuid, type Page, toPage } from '../http/pagination.js';
+import { decodeCursor, isUuid, type Page, toPage } from '../http-kit/pagination.js';
 import { canonicalJson, type Idempotency } from '../idempotency/service.js';
 import { enqueueNotifications, newNotificationId } from '../notify/outbox.js';
 import { type Envelope, EnvelopeKeyMismatchError } from '../secrets/envelope.js';

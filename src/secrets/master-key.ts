@@ -1,7 +1,18 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseMasterKey } from '../config.js';
+import { ConfigError } from '../errors.js';
+
+/** Accepts 64 hex characters or base64 of exactly 32 bytes. */
+export function parseMasterKey(raw: string, variable = 'LEDGERHOOK_MASTER_KEY'): Buffer {
+  const text = raw.trim();
+  if (/^[0-9a-fA-F]{64}$/.test(text)) return Buffer.from(text, 'hex');
+  if (/^[A-Za-z0-9+/_-]+={0,2}$/.test(text)) {
+    const key = Buffer.from(text, 'base64');
+    if (key.length === 32) return key;
+  }
+  throw new ConfigError(variable, 'must be 32 bytes, as 64 hex characters or base64');
+}
 
 export const MASTER_KEY_FILE = 'master.key';
 

@@ -13,12 +13,14 @@ import pg from 'pg';
 import { packageRoot, runningFromSources } from '../shared/package-root.js';
 import { createPlanCache, type PgliteTarget } from './pglite-plans.js';
 import type { PgliteReply, PgliteRequest } from './pglite-worker.js';
-import * as tables from './tables.js';
 import { QueryTimeoutError } from './unavailable.js';
 
-export type Tables = typeof tables;
-/** The typed database handle; a transaction has the same type, so operations accept either. */
-export type Db = PgDatabase<PgQueryResultHKT, Tables>;
+/**
+ * The database handle; a transaction has the same type, so operations accept either. It knows no
+ * table: each domain's statements name their own (the table list is assembled in src/tables.ts,
+ * for drizzle-kit), so the store depends on no domain.
+ */
+export type Db = PgDatabase<PgQueryResultHKT>;
 
 export interface Store {
   readonly kind: 'pglite' | 'postgres';
@@ -96,7 +98,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
 async function openPglite(dir: string): Promise<Store> {
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   const client = await PGlite.create(dir);
-  const db = drizzlePglite(withPlanCache(client), { schema: tables }) as unknown as Db;
+  const db = drizzlePglite(withPlanCache(client)) as unknown as Db;
   return {
     kind: 'pglite',
     db,
@@ -294,7 +296,7 @@ async function openPgliteWorker(dir: string): Promise<PgliteWorkerStore> {
     throw err;
   }
   const asPglite = client as unknown as PGlite;
-  const db = drizzlePglite({ client: asPglite, schema: tables }) as unknown as Db;
+  const db = drizzlePglite({ client: asPglite }) as unknown as Db;
   return {
     kind: 'pglite',
     db,
@@ -429,7 +431,7 @@ async function openPostgres(connectionString: string, options: PostgresOptions):
     returnLostConnections(p);
   }
   pipelinedPools.set(pool, pipelined);
-  const db = drizzlePg(pool, { schema: tables }) as unknown as Db;
+  const db = drizzlePg(pool) as unknown as Db;
   let closed = false;
   return {
     kind: 'postgres',

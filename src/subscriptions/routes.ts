@@ -2,15 +2,15 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { type FieldError, ValidationError } from '../errors.js';
-import { pageQuery } from '../http/pagination.js';
-import { type RateLimit, routeRateLimit } from '../http/rate-limit.js';
+import { pageQuery } from '../http-kit/pagination.js';
+import { type RateLimit, routeRateLimit } from '../http-kit/rate-limit.js';
 import {
   bodyProblemResponses,
   IdempotencyKeyHeader,
   PaginationQuery,
   problemResponses,
   TatumPaginationQuery,
-} from '../http/schemas.js';
+} from '../http-kit/schemas.js';
 import { parseIdempotencyKey } from '../idempotency/service.js';
 import { SIGNATURE_SCHEMES } from '../notify/signing.js';
 import {

@@ -4,7 +4,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { normalizeAddress } from '../chains/addresses.js';
 import type { Network, NetworkCatalog } from '../chains/networks.js';
 import { ConflictError, type FieldError, NotFoundError, ValidationError } from '../errors.js';
-import { decodeCursor, isUuid, type PageQuery, toPage } from '../http/pagination.js';
+import { decodeCursor, isUuid, type PageQuery, toPage } from '../http-kit/pagination.js';
 import { canonicalJson, type Idempotency } from '../idempotency/service.js';
 import { secretContext, tokenContext } from '../notify/dispatcher.js';
 import { enqueueNotifications, newNotificationId, signalOutbox } from '../notify/outbox.js';

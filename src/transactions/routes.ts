@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { problemResponse, problemResponses } from '../http/schemas.js';
+import { problemResponse, problemResponses } from '../http-kit/schemas.js';
 import type { Transactions } from './service.js';
 import { TRANSACTION_FIELDS } from './types.js';
 

@@ -33,9 +33,10 @@ import {
   parseAbi,
   TransactionNotFoundError,
 } from 'viem';
-import { isMethodUnavailable, view } from '../chains/evm/activity.js';
+import { view } from '../chains/evm/activity.js';
 import type { EvmTransfer, TokenInfo } from '../chains/evm/types.js';
 import type { Network } from '../chains/networks.js';
+import { isMethodUnavailable } from '../chains/node-errors.js';
 import { enqueueNotifications, type NewNotification, newNotificationId } from '../notify/outbox.js';
 import { createSleeper } from '../shared/sleeper.js';
 import type { Db } from '../store/db.js';

@@ -24,8 +24,8 @@
  * Algorand blocks are final once committed: `finalDepth` is 1.
  */
 import algosdk from 'algosdk';
-import type { AnchorChain, AnchorInclusion, SignedAnchorTx } from '../../anchor/chain.js';
 import { ConfigError, UpstreamUnavailableError } from '../../errors.js';
+import type { AnchorChain, AnchorInclusion, SignedAnchorTx } from '../anchor-chain.js';
 import { nodeRequest } from '../node-http.js';
 import { isAlgorandTxId } from './lookup.js';
 import { createAlgodSource, endpoint } from './source.js';

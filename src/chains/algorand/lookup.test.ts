@@ -7,8 +7,8 @@ import {
   startFixtureNode,
 } from '../../../test/helpers/fixture-node.js';
 import { UpstreamUnavailableError } from '../../errors.js';
-import { TRANSACTION_FIELDS } from '../../transactions/types.js';
 import { parseExactJson } from '../node-http.js';
+import { TRANSACTION_FIELDS } from '../transaction-view.js';
 import { createAlgorandLookup, isAlgorandTxId } from './lookup.js';
 
 // Fixtures and their provenance: test/fixtures/chains/algorand/README.md. The axfer file is a

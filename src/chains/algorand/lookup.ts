@@ -1,7 +1,7 @@
 import { UpstreamUnavailableError } from '../../errors.js';
-import type { LookupResult, TransactionLookup, TransactionView } from '../../transactions/types.js';
-import { emptyView } from '../../transactions/types.js';
 import { nodeRequest } from '../node-http.js';
+import type { LookupResult, TransactionLookup, TransactionView } from '../transaction-view.js';
+import { emptyView } from '../transaction-view.js';
 
 /**
  * Algorand transaction lookup (DESIGN §5, Transaction lookup).

@@ -14,7 +14,7 @@ import {
   startFixtureNode,
 } from '../../../test/helpers/fixture-node.js';
 import { UpstreamUnavailableError, ValidationError } from '../../errors.js';
-import type { TransactionView } from '../../transactions/types.js';
+import type { TransactionView } from '../transaction-view.js';
 import {
   btcToSatoshi,
   createBitcoindLookup,

@@ -22,8 +22,8 @@
  */
 import { script as btcScript, opcodes } from 'bitcoinjs-lib';
 import { UpstreamUnavailableError, ValidationError } from '../../errors.js';
-import { emptyView, type TransactionLookup, type TransactionView } from '../../transactions/types.js';
 import { type NodeResponse, nodeRequest } from '../node-http.js';
+import { emptyView, type TransactionLookup, type TransactionView } from '../transaction-view.js';
 
 /** Confirmations after which a transaction is final, so its view may be cached for good. */
 export const FINAL_CONFIRMATIONS = 6n;

@@ -15,8 +15,8 @@ import {
   toHex,
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import type { AnchorChain, AnchorInclusion, SignedAnchorTx } from '../../anchor/chain.js';
 import { ConfigError, UpstreamUnavailableError } from '../../errors.js';
+import type { AnchorChain, AnchorInclusion, SignedAnchorTx } from '../anchor-chain.js';
 
 /** Depth after which an EVM anchor is no longer watched for reorganisations. */
 export const EVM_ANCHOR_FINAL_DEPTH = 64;

@@ -31,7 +31,7 @@ import {
 import { ZERO_BLOB, zeroBlobKzg } from '../../../test/helpers/kzg.js';
 import { waitFor } from '../../../test/helpers/process.js';
 import { UpstreamUnavailableError } from '../../errors.js';
-import { type LookupResult, TRANSACTION_FIELDS, type TransactionView } from '../../transactions/types.js';
+import { type LookupResult, TRANSACTION_FIELDS, type TransactionView } from '../transaction-view.js';
 import { type Anvil, startAnvil } from './anvil.js';
 import { createEvmLookup, isEvmTxId } from './lookup.js';
 

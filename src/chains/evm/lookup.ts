@@ -42,16 +42,15 @@ import {
   WebSocketRequestError,
 } from 'viem';
 import { UpstreamUnavailableError } from '../../errors.js';
+import type { TracesSetting } from '../networks.js';
+import { isMethodUnavailable } from '../node-errors.js';
 import {
   emptyView,
   type InternalTransferView,
   type LookupResult,
   type TransactionLookup,
   type TransactionView,
-} from '../../transactions/types.js';
-
-import type { TracesSetting } from '../networks.js';
-import { isMethodUnavailable } from './activity.js';
+} from '../transaction-view.js';
 import {
   type CallFrame,
   callFrameTransfers,

@@ -7,7 +7,7 @@
  */
 import type { Hex, PublicClient } from 'viem';
 import type { TracesSetting } from '../networks.js';
-import { isMethodUnavailable } from './activity.js';
+import { isMethodUnavailable } from '../node-errors.js';
 import { blockInternalTransfers, type InternalTransfer, type TraceFormat } from './traces.js';
 
 const METHOD: Record<TraceFormat, string> = {

@@ -12,7 +12,7 @@ import {
   startFixtureNode,
 } from '../../../test/helpers/fixture-node.js';
 import { UpstreamUnavailableError, ValidationError } from '../../errors.js';
-import type { TransactionView } from '../../transactions/types.js';
+import type { TransactionView } from '../transaction-view.js';
 import { createSolanaLookup, isSolanaTxId, solanaMemo, solanaTxType } from './lookup.js';
 
 const read = (name: string) => fs.readFileSync(fixturePath('chains/solana', name), 'utf8');

@@ -24,7 +24,7 @@
  */
 import { getBase58Encoder } from '@solana/kit';
 import { UpstreamUnavailableError, ValidationError } from '../../errors.js';
-import { emptyView, type TransactionLookup } from '../../transactions/types.js';
+import { emptyView, type TransactionLookup } from '../transaction-view.js';
 import { createSolanaRpc } from './rpc.js';
 
 const base58 = getBase58Encoder();

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, test } from 'vitest';
 import { startReceiver } from '../../../test/helpers/receiver.js';
 import { loadNetworks } from '../../chains/networks.js';
 import { createMetrics } from '../../http/metrics.js';
-import type { RiskConfig } from './config.js';
+import type { RiskConfig } from '../../risk-config.js';
 import { createRiskEnricher } from './enricher.js';
 
 const logger = pino({ level: 'silent' });

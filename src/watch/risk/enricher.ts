@@ -4,7 +4,7 @@
  */
 import type { Logger } from 'pino';
 import type { NetworkCatalog } from '../../chains/networks.js';
-import type { RiskConfig } from './config.js';
+import type { RiskConfig } from '../../risk-config.js';
 import { createHttpRiskProvider } from './http.js';
 import { createListRiskProvider } from './lists.js';
 import { createRiskStats, enrichWithRisk, type RiskProvider, type RiskStatus } from './provider.js';

@@ -1,8 +1,11 @@
-/** Reading the risk providers' settings (the LEDGERHOOK_RISK_* variables; see README, Configuration). */
+/**
+ * Reading the risk providers' settings (the LEDGERHOOK_RISK_* variables; see README, Configuration):
+ * configuration, read with the rest of it by config.ts, for the enricher in watch/risk/.
+ */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { NetworkCatalog } from '../../chains/networks.js';
-import { ConfigError } from '../../errors.js';
+import type { NetworkCatalog } from './chains/networks.js';
+import { ConfigError } from './errors.js';
 
 export interface RiskConfig {
   /** Networks whose notifications carry `addressesRiskRatio` (canonical names). */
