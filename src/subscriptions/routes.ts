@@ -225,13 +225,27 @@ function logFilter(query: { state?: string; since?: string; until?: string }): L
   return { state: query.state, since, until };
 }
 
+const tags = ['subscriptions'];
+
+/**
+ * Every route of subscriptions and their delivery logs, a group at a time. The OpenAPI document
+ * lists paths in the order they are registered: keep it.
+ */
 export function registerSubscriptionRoutes(
   app: FastifyInstance,
   subscriptions: Subscriptions,
   options: { testRateLimit?: RateLimit } = {},
 ): void {
+  registerCrudRoutes(app, subscriptions);
+  registerActionRoutes(app, subscriptions, options);
+  registerDeliveryLogRoutes(app, subscriptions);
+  registerAddressListRoutes(app, subscriptions);
+  registerRedeliveryRoutes(app, subscriptions);
+}
+
+/** Create, list, read and delete subscriptions. */
+function registerCrudRoutes(app: FastifyInstance, subscriptions: Subscriptions): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  const tags = ['subscriptions'];
 
   r.post(
     '/subscription',
@@ -330,6 +344,15 @@ export function registerSubscriptionRoutes(
       return reply.code(204).send(null);
     },
   );
+}
+
+/** What is done to a subscription: enable it, rotate its secret, send it a test notification. */
+function registerActionRoutes(
+  app: FastifyInstance,
+  subscriptions: Subscriptions,
+  options: { testRateLimit?: RateLimit },
+): void {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
 
   r.post(
     '/subscription/:id/enable',
@@ -388,6 +411,11 @@ export function registerSubscriptionRoutes(
     async (request, reply) =>
       reply.code(202).send(await subscriptions.sendTest(request.principal.accountId, request.params.id)),
   );
+}
+
+/** The delivery log of a subscription, and of every subscription of the account. */
+function registerDeliveryLogRoutes(app: FastifyInstance, subscriptions: Subscriptions): void {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
 
   r.get(
     '/subscription/:id/notifications',
@@ -453,6 +481,11 @@ export function registerSubscriptionRoutes(
         subscriptionId: request.query.subscription,
       }),
   );
+}
+
+/** The addresses of an address subscription: changed, listed, looked up. */
+function registerAddressListRoutes(app: FastifyInstance, subscriptions: Subscriptions): void {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
 
   r.post(
     '/subscription/:id/addresses',
@@ -527,6 +560,11 @@ export function registerSubscriptionRoutes(
     async (request) =>
       subscriptions.getWatchedAddress(request.principal.accountId, request.params.id, request.params.address),
   );
+}
+
+/** Notifications delivered again: every failed one of a subscription since a time, or one. */
+function registerRedeliveryRoutes(app: FastifyInstance, subscriptions: Subscriptions): void {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
 
   r.post(
     '/subscription/:id/recover',

@@ -1,0 +1,250 @@
+/**
+ * Creating subscriptions: a create request validated (its network, addresses and options), its
+ * duplicate looked for, its endpoint inserted with a new secret and callback token, and the
+ * change announced; and the endpoint a registry's `callback_url` gets (registry/service.ts).
+ */
+import crypto from 'node:crypto';
+import { and, eq, isNull, sql } from 'drizzle-orm';
+import { v7 as uuidv7 } from 'uuid';
+import type { Network, NetworkCatalog } from '../chains/networks.js';
+import { ConflictError, type FieldError, ValidationError } from '../errors.js';
+import { canonicalJson } from '../idempotency/service.js';
+import { tokenContext } from '../notify/dispatcher.js';
+import type { Db } from '../store/db.js';
+import type { SubscriptionsContext } from './context.js';
+import type { SubscriptionChange } from './events.js';
+import { announce, insertAddresses, invalidAddresses, newSigningSecret, normalizeAll } from './helpers.js';
+import {
+  ADDRESS_TRANSACTION,
+  type CreatedSubscription,
+  type CreateSubscriptionInput,
+  REGISTRY_EVENTS,
+  type SubscriptionRow,
+} from './model.js';
+import { subscriptions } from './schema.js';
+
+export const CREATE_SCOPE = 'POST /api/v1/subscription';
+/** The first half of the advisory lock that serialises creating one address's subscriptions. */
+const CREATE_LOCK_SPACE = 7_461_004;
+
+/** The same account's live subscription of the same address and URL, if there is one. */
+async function findDuplicate(
+  tx: Db,
+  accountId: string,
+  watched: { network: string; address: string },
+  url: string,
+): Promise<SubscriptionRow | undefined> {
+  // Two creates of one address at once would both find nothing: the second waits for the first.
+  await tx.execute(
+    sql`SELECT pg_advisory_xact_lock(${CREATE_LOCK_SPACE}, hashtext(${`${accountId}:${watched.network}:${watched.address}`}))`,
+  );
+  const [row] = await tx
+    .select()
+    .from(subscriptions)
+    .where(
+      and(
+        eq(subscriptions.accountId, accountId),
+        eq(subscriptions.type, ADDRESS_TRANSACTION),
+        eq(subscriptions.network, watched.network),
+        eq(subscriptions.address, watched.address),
+        eq(subscriptions.url, url),
+        isNull(subscriptions.deletedAt),
+      ),
+    );
+  return row;
+}
+
+/**
+ * Inserts a subscription row with a new signing secret and callback token (the given one, or a
+ * random one), both sealed for its id; what its owner is shown, once.
+ */
+async function insertEndpoint(
+  ctx: SubscriptionsContext,
+  tx: Db,
+  values: Omit<
+    typeof subscriptions.$inferInsert,
+    'id' | 'secret' | 'publicKey' | 'callbackToken' | 'createdAt'
+  >,
+  callbackToken?: string,
+): Promise<CreatedSubscription> {
+  const id = uuidv7();
+  const { secret, publicKey, shown } = newSigningSecret(ctx, id, values.signature ?? 'hmac');
+  const token = callbackToken ?? crypto.randomBytes(24).toString('base64url');
+  await tx.insert(subscriptions).values({
+    id,
+    ...values,
+    secret,
+    publicKey,
+    callbackToken: ctx.envelope.seal(token, tokenContext(id)),
+    createdAt: ctx.now(),
+  });
+  return { id, callbackToken: token, ...shown };
+}
+
+/**
+ * The network of a create request and its addresses, normalised (repeats dropped); otherwise a
+ * ValidationError naming every problem of the request at once.
+ */
+function validateCreate(
+  networks: NetworkCatalog,
+  input: CreateSubscriptionInput,
+): { net: Network; addresses: string[] } {
+  const errors: FieldError[] = [];
+  const network = networks.find(input.attr.chain);
+  const { address: one, addresses: many } = input.attr;
+  if (one !== undefined && many !== undefined)
+    errors.push({
+      pointer: '#/attr/addresses',
+      detail: 'cannot be combined with attr.address; send one address or a list of them',
+    });
+  else if (one === undefined && many === undefined)
+    errors.push({ pointer: '#/attr/address', detail: 'is required (or attr.addresses, a list)' });
+  let addresses: string[] = [];
+  const invalid = { count: 0 };
+  if (!network) {
+    errors.push({
+      pointer: '#/attr/chain',
+      detail: `is not a configured network; use one of ${networks.names().join(', ')}`,
+    });
+  } else {
+    if (one !== undefined && many === undefined)
+      addresses = normalizeAll(network, [one], '#/attr/address', errors, invalid);
+    else if (many !== undefined) addresses = normalizeAll(network, many, '#/attr/addresses', errors, invalid);
+    // One address reports its pointer as before: #/attr/address, not #/attr/address/0.
+    for (const e of errors) if (e.pointer === '#/attr/address/0') e.pointer = '#/attr/address';
+    if (input.mempool === true && network.family !== 'evm') {
+      errors.push({
+        pointer: '#/mempool',
+        detail: `is only available on EVM networks, not ${network.name}`,
+      });
+    }
+    // Elsewhere a notification's amount already includes the fee its payer paid.
+    if (input.attr.fees === true && network.family !== 'evm') {
+      errors.push({
+        pointer: '#/attr/fees',
+        detail: `is only available on EVM networks; on ${network.name} a notification's amount already includes the fee`,
+      });
+    }
+  }
+  if (errors.length > 0)
+    throw invalid.count > 1
+      ? invalidAddresses(errors, invalid.count, many?.length ?? 1)
+      : new ValidationError('Invalid subscription', errors);
+  return { net: network!, addresses };
+}
+
+export function createSubscriptionCreation(ctx: SubscriptionsContext) {
+  const { db, envelope, networks, urls, idempotency } = ctx;
+
+  async function checkUrl(url: string, pointer: string): Promise<void> {
+    try {
+      await urls.checkUrl(url);
+    } catch (err) {
+      throw new ValidationError('Invalid callback URL', [{ pointer, detail: (err as Error).message }]);
+    }
+  }
+
+  return {
+    /**
+     * Watches an address, or a list of them. With an idempotency key the same request within 24 h
+     * answers as the first did (secret included); a live subscription of the same one address and
+     * URL is a conflict (lists are not checked: see README, "Address lists").
+     */
+    async create(
+      accountId: string,
+      input: CreateSubscriptionInput,
+      idempotencyKey?: string,
+    ): Promise<{ body: CreatedSubscription; replayed: boolean }> {
+      const { net, addresses } = validateCreate(networks, input);
+      const { addresses: many } = input.attr;
+      await checkUrl(input.attr.url, '#/attr/url');
+      const endpoint = {
+        accountId,
+        network: net.name,
+        confirmations: input.confirmations ?? net.defaultConfirmations,
+        mempool: input.mempool ?? net.family === 'evm',
+        fees: input.attr.fees === true,
+      };
+      const single = many === undefined ? addresses[0]! : undefined;
+      const change = (id: string): SubscriptionChange =>
+        single === undefined
+          ? { type: 'upsert', subscription: { id, ...endpoint }, addresses }
+          : { type: 'upsert', subscription: { id, ...endpoint, address: single } };
+      const insert = async (tx: Db): Promise<CreatedSubscription> => {
+        if (single !== undefined) {
+          const existing = await findDuplicate(
+            tx,
+            accountId,
+            { network: net.name, address: single },
+            input.attr.url,
+          );
+          if (existing) {
+            throw new ConflictError(
+              `Subscription ${existing.id} already watches this address on ${net.name} with this url${existing.status === 'active' ? '' : ` (${existing.status}: enable it)`}`,
+              { existingId: existing.id },
+            );
+          }
+        }
+        const created = await insertEndpoint(
+          ctx,
+          tx,
+          {
+            ...endpoint,
+            address: single ?? null,
+            addressCount: addresses.length,
+            type: ADDRESS_TRANSACTION,
+            url: input.attr.url,
+            ack: input.ack ?? 'status',
+            signature: input.signature ?? 'hmac',
+          },
+          input.callbackToken,
+        );
+        await insertAddresses(ctx, tx, created.id, net.name, addresses);
+        await announce(tx, change(created.id), ctx.origin, ctx.notifyOthers);
+        return created;
+      };
+      const result =
+        idempotencyKey === undefined
+          ? { body: await db.transaction(insert), replayed: false }
+          : await idempotency.run<CreatedSubscription>(
+              {
+                accountId,
+                key: idempotencyKey,
+                scope: CREATE_SCOPE,
+                // Keyed digest: the body holds the callback token.
+                requestHash: envelope.digest(`${CREATE_SCOPE}\n${canonicalJson(input)}`),
+              },
+              async (tx) => ({ statusCode: 201, body: await insert(tx) }),
+            );
+      // This process's watchers follow at once; others hear the NOTIFY at commit.
+      if (!result.replayed) await ctx.onChange?.(change(result.body.id));
+      return { body: result.body, replayed: result.replayed };
+    },
+
+    /**
+     * The endpoint of a registry's `callback_url`, created in the registry's transaction; it is
+     * an ordinary subscription, so its deliveries show in the same log and can be replayed.
+     */
+    async createRegistryEndpoint(
+      tx: Db,
+      accountId: string,
+      registryId: string,
+      url: string,
+    ): Promise<CreatedSubscription & { secret: string }> {
+      const created = await insertEndpoint(ctx, tx, {
+        accountId,
+        type: REGISTRY_EVENTS,
+        registryId,
+        url,
+        mempool: false,
+        confirmations: 0,
+        signature: 'hmac',
+      });
+      // A registry create has no `signature` field: its endpoint signs with HMAC, as it always has.
+      if (!('secret' in created)) throw new Error('a registry endpoint was given no HMAC secret');
+      return created;
+    },
+
+    checkUrl,
+  };
+}

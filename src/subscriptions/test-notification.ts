@@ -1,0 +1,101 @@
+/**
+ * A sample notification, sent on request through the real outbox so a customer can test their
+ * endpoint.
+ */
+import { eq } from 'drizzle-orm';
+import type { Network } from '../chains/networks.js';
+import { ConflictError } from '../errors.js';
+import { enqueueNotifications, newNotificationId } from '../notify/outbox.js';
+import type { SubscriptionsContext } from './context.js';
+import { undeleted } from './helpers.js';
+import { REGISTRY_EVENTS, type SubscriptionRow } from './model.js';
+import { subscriptionAddresses } from './schema.js';
+
+/** Transaction ids shaped as each family writes them (hex hash, base32 id, base58 signature). */
+const SAMPLE_TX_ID: Record<Network['family'], string> = {
+  evm: `0x${'ab'.repeat(32)}`,
+  bitcoin: 'ab'.repeat(32),
+  algorand: 'A'.repeat(52),
+  solana: '5'.repeat(88),
+};
+
+/**
+ * A sample notification with exactly the documented fields (DESIGN §6) a real one carries, so a
+ * customer can test their endpoint: one base unit of the native asset, sent on EVM chains (where
+ * `address` is the sender), received elsewhere.
+ */
+function samplePayload(
+  network: Network,
+  address: string,
+  sub: SubscriptionRow,
+  id: string,
+): Record<string, unknown> {
+  const isEvm = network.family === 'evm';
+  const oneUnit = network.decimals > 0 ? `0.${'0'.repeat(network.decimals - 1)}1` : '1';
+  return {
+    address,
+    txId: SAMPLE_TX_ID[network.family],
+    type: 'native',
+    blockNumber: 1,
+    asset: network.symbol,
+    amount: isEvm ? `-${oneUnit}` : oneUnit,
+    ...(isEvm ? { mempool: false, counterAddress: '0x000000000000000000000000000000000000dEaD' } : {}),
+    id,
+    subscriptionId: sub.id,
+    chain: network.name,
+    watchedAddress: address,
+    confirmations: sub.confirmations,
+    test: true,
+  };
+}
+
+export function createTestNotifications(ctx: SubscriptionsContext) {
+  const { db, networks } = ctx;
+
+  return {
+    /** Enqueues a sample notification through the real outbox. */
+    async sendTest(accountId: string, id: string): Promise<{ notificationId: string }> {
+      const row = await undeleted(ctx, accountId, id);
+      if (row.status !== 'active') throw new ConflictError('The subscription is disabled; enable it first');
+      const notificationId = newNotificationId();
+      let payload: Record<string, unknown>;
+      if (row.type === REGISTRY_EVENTS) {
+        payload = {
+          type: 'registry.test',
+          id: notificationId,
+          subscriptionId: row.id,
+          registry: { id: row.registryId },
+          test: true,
+        };
+      } else {
+        const network = networks.find(row.network ?? '');
+        if (!network) throw new ConflictError(`Network ${row.network} is no longer configured`);
+        // A list's sample names one of its addresses (the first in order), as a real one would.
+        const [first] =
+          row.address === null
+            ? await db
+                .select({ address: subscriptionAddresses.address })
+                .from(subscriptionAddresses)
+                .where(eq(subscriptionAddresses.subscriptionId, row.id))
+                .orderBy(subscriptionAddresses.address)
+                .limit(1)
+            : [{ address: row.address }];
+        if (!first) throw new ConflictError('The subscription watches no addresses yet; add some first');
+        payload = samplePayload(network, first.address, row, notificationId);
+      }
+      await db.transaction((tx) =>
+        enqueueNotifications(tx, [
+          {
+            id: notificationId,
+            accountId,
+            subscriptionId: row.id,
+            eventType: 'test',
+            body: JSON.stringify(payload),
+            armedBy: 'test',
+          },
+        ]),
+      );
+      return { notificationId };
+    },
+  };
+}
