@@ -19,7 +19,22 @@ const ROWS_PER_UPDATE = 1_000;
 /** Tells every process, with the transaction, that registries' `anchor` may show something new. */
 const announceChange = (tx: Db) => tx.execute(sql`SELECT pg_notify(${REGISTRY_CHANGED_CHANNEL}, '')`);
 
+/**
+ * The anchoring tables of one network: batches cut from waiting leaves, the transactions signed
+ * for them, and the batches' states, each part below.
+ */
 export function batchStore(db: Db, network: string) {
+  return {
+    ...batchCutting(db, network),
+    ...anchorTransactionRows(db, network),
+    ...batchStates(db),
+  };
+}
+
+export type BatchStore = ReturnType<typeof batchStore>;
+
+/** Cutting waiting leaves into batches, and the batches not yet final. */
+function batchCutting(db: Db, network: string) {
   return {
     /** Leaves waiting for a batch, counted up to `limit`. */
     async unbatchedCount(limit: number): Promise<number> {
@@ -79,7 +94,12 @@ export function batchStore(db: Db, network: string) {
         .where(and(eq(anchorBatches.network, network), ne(anchorBatches.state, 'final')))
         .orderBy(asc(anchorBatches.createdAt), asc(anchorBatches.id));
     },
+  };
+}
 
+/** The transactions signed for a batch: recorded before they are sent, then sent or dropped. */
+function anchorTransactionRows(db: Db, network: string) {
+  return {
     /** The transactions of a batch that may still be included, oldest first. */
     async candidates(batchId: string): Promise<AnchorTxRow[]> {
       return db
@@ -130,7 +150,12 @@ export function batchStore(db: Db, network: string) {
         .set({ state: 'dropped' })
         .where(inArray(anchorTransactions.txId, txIds));
     },
+  };
+}
 
+/** A batch's state: anchored (and its registries told), moved, unanchored, final. */
+function batchStates(db: Db) {
+  return {
     /**
      * The batch is anchored by `txId`: recorded with a `registry.anchored` event for every registry
      * of the batch that has a callback, in one transaction.
@@ -227,8 +252,6 @@ export function batchStore(db: Db, network: string) {
     },
   };
 }
-
-export type BatchStore = ReturnType<typeof batchStore>;
 
 const rowsOf = <T>(result: unknown): T[] => (result as { rows: T[] }).rows;
 

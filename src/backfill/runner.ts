@@ -1,19 +1,11 @@
-import { and, eq, sql } from 'drizzle-orm';
+import { eq } from 'drizzle-orm';
 import type { Logger } from 'pino';
-import type { Network } from '../chains/networks.js';
-import { isNodeError, nodeUnavailable } from '../chains/node-errors.js';
-import type { ChainBlock } from '../chains/source.js';
-import { enqueueNotifications, type NewNotification } from '../notify/outbox.js';
 import { createSleeper } from '../shared/sleeper.js';
 import type { Db, HeldLock } from '../store/db.js';
-import { isDatabaseUnavailable } from '../store/unavailable.js';
-import { subscriptions } from '../subscriptions/schema.js';
-import { blockNotifications } from '../watch/follower.js';
 import type { BackfillFamily } from './families.js';
-import { lookupOf } from './families.js';
 import type { BackfillRow } from './jobs.js';
+import { createJobRunner, Stopped } from './replay.js';
 import { backfills } from './schema.js';
-import { watchedAddresses } from './watched.js';
 
 export interface BackfillRunnerDeps {
   db: Db;
@@ -28,16 +20,6 @@ export interface BackfillRunnerDeps {
   /** Longest wait between retries when a node or the database fails. */
   maxBackoffMs?: number;
 }
-
-/** Why a chunk failed, as the job's owner reads it in `error`. */
-function progressError(network: Network, err: unknown): string {
-  if (isNodeError(err)) return nodeUnavailable(network, err).message;
-  if (isDatabaseUnavailable(err)) return 'The database is unavailable';
-  return 'An unexpected error stopped this chunk; the service log has its detail';
-}
-
-/** The job stopped on purpose (cancelled, subscription gone, lock lost): not an error. */
-class Stopped extends Error {}
 
 /**
  * Runs backfills: each range is replayed a chunk at a time through its family's history source and
@@ -54,127 +36,7 @@ export function createBackfillRunner(deps: BackfillRunnerDeps) {
   const concurrency = deps.concurrency ?? 2;
   let running = false;
   let loopDone: Promise<void> | undefined;
-
-  async function stillRunning(id: string): Promise<boolean> {
-    const [row] = await deps.db
-      .select({ state: backfills.state })
-      .from(backfills)
-      .where(eq(backfills.id, id));
-    return row?.state === 'running';
-  }
-
-  async function finish(id: string, state: 'done' | 'failed', error: string | null): Promise<void> {
-    const now = new Date();
-    await deps.db
-      .update(backfills)
-      .set({ state, error, updatedAt: now, finishedAt: now })
-      .where(and(eq(backfills.id, id), eq(backfills.state, 'running')));
-  }
-
-  async function run(job: BackfillRow, lock: HeldLock | undefined): Promise<void> {
-    const jlog = log.child({ backfill: job.id, subscription: job.subscriptionId });
-    const nap = createSleeper();
-    jobSleepers.add(nap);
-    try {
-      await replay(job, lock, jlog, nap);
-    } finally {
-      jobSleepers.delete(nap);
-    }
-  }
-
-  async function replay(
-    job: BackfillRow,
-    lock: HeldLock | undefined,
-    jlog: Logger,
-    nap: ReturnType<typeof createSleeper>,
-  ): Promise<void> {
-    let lost = false;
-    void lock?.lost.then(() => {
-      lost = true;
-    });
-    const family = deps.family(job.network);
-    if (!family) {
-      await finish(job.id, 'failed', `the ${job.network} network has no node configured here`);
-      return;
-    }
-    const [sub] = await deps.db.select().from(subscriptions).where(eq(subscriptions.id, job.subscriptionId));
-    if (!sub || sub.deletedAt) {
-      await finish(job.id, 'failed', 'the subscription was deleted');
-      return;
-    }
-    const watching = {
-      id: sub.id,
-      accountId: sub.accountId,
-      network: job.network,
-      confirmations: sub.confirmations,
-      mempool: sub.mempool,
-    };
-    const depth = Math.max(1, sub.confirmations);
-    let position = job.position;
-    await deps.db
-      .update(backfills)
-      .set({ startedAt: new Date(), startedPosition: position, updatedAt: new Date() })
-      .where(eq(backfills.id, job.id));
-    jlog.info({ from: position + 1, to: job.toHeight }, 'backfill running');
-    let failures = 0;
-    while (position < job.toHeight) {
-      if (!running || lost || !(await stillRunning(job.id))) throw new Stopped();
-      try {
-        const from = position + 1;
-        let to = Math.min(job.toHeight, position + family.history.chunk);
-        // A block is notified once as deep as the subscription asks, as the follower does: the
-        // range's last blocks wait for their confirmations rather than be held in the outbox.
-        const head = await family.history.tip();
-        to = Math.min(to, head - depth + 1);
-        if (to < from) {
-          await nap.sleep(deps.pollIntervalMs);
-          continue;
-        }
-        // Re-read per chunk: the address list may change while a long backfill runs.
-        const watched = await watchedAddresses(deps.db, job.subscriptionId, family.caseless);
-        const scan = await family.history.scan(from, to, watched);
-        const match = family.matcher(lookupOf(watching, scan.watched, family.caseless));
-        const items: NewNotification[] = [];
-        for (const block of scan.blocks as ChainBlock<unknown>[])
-          items.push(...blockNotifications(job.network, block, await match(block), head, { backfill: true }));
-        await deps.db.transaction(async (tx) => {
-          const inserted = await enqueueNotifications(tx, items);
-          const moved = await tx
-            .update(backfills)
-            .set({
-              position: to,
-              found: sql`${backfills.found} + ${inserted.length}`,
-              error: null,
-              updatedAt: new Date(),
-            })
-            .where(and(eq(backfills.id, job.id), eq(backfills.state, 'running')))
-            .returning({ id: backfills.id });
-          // Cancelled meanwhile: none of this chunk is kept.
-          if (moved.length === 0) throw new Stopped();
-        });
-        position = to;
-        failures = 0;
-      } catch (err) {
-        if (err instanceof Stopped) throw err;
-        failures++;
-        const waitMs = Math.min(
-          deps.maxBackoffMs ?? 30_000,
-          deps.pollIntervalMs * 2 ** Math.min(failures, 10),
-        );
-        // The job's view shows this to its owner: our words, never the node's URL or a library's.
-        const message = progressError(family.network, err);
-        jlog.warn({ err, retryInMs: waitMs }, 'backfill chunk failed; retrying');
-        await deps.db
-          .update(backfills)
-          .set({ error: message.slice(0, 1_000), updatedAt: new Date() })
-          .where(and(eq(backfills.id, job.id), eq(backfills.state, 'running')))
-          .catch(() => {});
-        await nap.sleep(waitMs);
-      }
-    }
-    await finish(job.id, 'done', null);
-    jlog.info('backfill done');
-  }
+  const { run } = createJobRunner(deps, { log, jobSleepers, isRunning: () => running });
 
   async function claim(job: BackfillRow): Promise<void> {
     const lock = deps.tryLock ? await deps.tryLock(`backfill:${job.id}`) : undefined;

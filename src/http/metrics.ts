@@ -44,10 +44,8 @@ function throttled<T>(read: () => Promise<T>, intervalMs: number): () => Promise
   };
 }
 
-/** Prometheus metrics of one service instance (its own registry, so tests can run several). */
-export function createMetrics() {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+/** The HTTP metrics (requests, latency, client aborts); returns what instruments a server with them. */
+function registerHttpMetrics(registry: Registry): (app: FastifyInstance) => void {
   const requests = new Counter({
     name: 'ledgerhook_http_requests_total',
     help: 'HTTP requests served, by method, route and status code',
@@ -69,6 +67,38 @@ export function createMetrics() {
     registers: [registry],
   });
 
+  return function instrument(app: FastifyInstance): void {
+    // The children of each label set, found by one string: prom-client hashes a labels object
+    // on every call otherwise, a few per cent of a cheap request's CPU (bench/README.md).
+    const series = new Map<string, { requests: { inc(): void }; duration: { observe(v: number): void } }>();
+    app.addHook('onResponse', async (request, reply) => {
+      // The route pattern, not the raw URL, keeps the label set small.
+      const route = request.routeOptions.url ?? 'unmatched';
+      const key = `${request.method} ${reply.statusCode} ${route}`;
+      let found = series.get(key);
+      if (!found) {
+        found = {
+          requests: requests.labels({
+            method: request.method,
+            route,
+            status_code: String(reply.statusCode),
+          }),
+          duration: duration.labels({ method: request.method, route }),
+        };
+        series.set(key, found);
+      }
+      found.requests.inc();
+      found.duration.observe(reply.elapsedTime / 1000);
+    });
+    // A client that hangs up gets no response, so onResponse never counts it.
+    app.addHook('onRequestAbort', async (request) => {
+      clientAborts.inc({ method: request.method, route: request.routeOptions.url ?? 'unmatched' });
+    });
+  };
+}
+
+/** The delivery metrics of this process's dispatcher; returns the dispatcher's observer. */
+function registerDeliveryMetrics(registry: Registry) {
   const attempts = new Counter({
     name: 'ledgerhook_delivery_attempts_total',
     help: 'Webhook delivery attempts made by this process, by outcome (delivered, retry, failed)',
@@ -82,63 +112,81 @@ export function createMetrics() {
     registers: [registry],
   });
 
-  let sources: MetricSources = {};
-  const outbox = throttled(() => sources.outbox?.() ?? Promise.resolve(undefined), DATABASE_READ_INTERVAL_MS);
-  const anchoring = throttled(
-    () => sources.anchoring?.() ?? Promise.resolve(undefined),
-    DATABASE_READ_INTERVAL_MS,
-  );
-  const subscriptionStates = throttled(
-    () => sources.subscriptions?.() ?? Promise.resolve(undefined),
-    DATABASE_READ_INTERVAL_MS,
-  );
+  return {
+    attempt(outcome: string, durationMs: number): void {
+      attempts.inc({ outcome });
+      attemptDuration.observe(durationMs / 1000);
+    },
+  };
+}
 
-  /** Sets a gauge per label set from a fresh reading, dropping label sets that are gone. */
-  function perNetwork<T extends { network: string }>(
-    name: string,
-    help: string,
-    read: () => T[],
-    value: (s: T) => number | null,
-  ) {
-    return new Gauge({
-      name,
-      help,
-      labelNames: ['network'] as const,
-      registers: [registry],
-      collect() {
-        this.reset();
-        for (const s of read()) {
-          const v = value(s);
-          if (v !== null) this.set({ network: s.network }, v);
-        }
-      },
-    });
-  }
+/** Sets a gauge per label set from a fresh reading, dropping label sets that are gone. */
+function perNetwork<T extends { network: string }>(
+  registry: Registry,
+  name: string,
+  help: string,
+  read: () => T[],
+  value: (s: T) => number | null,
+) {
+  return new Gauge({
+    name,
+    help,
+    labelNames: ['network'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const s of read()) {
+        const v = value(s);
+        if (v !== null) this.set({ network: s.network }, v);
+      }
+    },
+  });
+}
+
+/** The chain followers and mempool watchers of a watcher process, per network, and the addresses it watches. */
+function registerFollowerMetrics(registry: Registry, sources: MetricSources): void {
   const followers = () => sources.followers?.() ?? [];
   perNetwork(
+    registry,
     'ledgerhook_follower_height',
     'Last block processed by this process’s follower',
     followers,
     (s) => s.height,
   );
-  perNetwork('ledgerhook_follower_head', 'Latest block the node reported', followers, (s) => s.head);
   perNetwork(
+    registry,
+    'ledgerhook_follower_head',
+    'Latest block the node reported',
+    followers,
+    (s) => s.head,
+  );
+  perNetwork(
+    registry,
     'ledgerhook_follower_lag_blocks',
     'Blocks between the node’s head and the last processed',
     followers,
     (s) => (s.head === null || s.height === null ? null : Math.max(0, s.head - s.height)),
   );
-  perNetwork('ledgerhook_follower_healthy', '1 while the follower’s last round succeeded', followers, (s) =>
-    s.healthy ? 1 : 0,
+  perNetwork(
+    registry,
+    'ledgerhook_follower_healthy',
+    '1 while the follower’s last round succeeded',
+    followers,
+    (s) => (s.healthy ? 1 : 0),
   );
   perNetwork(
+    registry,
     'ledgerhook_internal_transfers_available',
     'EVM networks: 1 while internal transfers are read from the node’s traces, 0 while they are not (traces off, or refused by the node)',
     followers,
     (s) => (s.internalTransfers === undefined ? null : s.internalTransfers ? 1 : 0),
   );
-  perNetwork('ledgerhook_follower_standby', '1 while another process holds the network', followers, (s) =>
-    s.standby ? 1 : 0,
+  perNetwork(
+    registry,
+    'ledgerhook_follower_standby',
+    '1 while another process holds the network',
+    followers,
+    (s) => (s.standby ? 1 : 0),
   );
   new Counter({
     name: 'ledgerhook_node_errors_total',
@@ -162,6 +210,10 @@ export function createMetrics() {
       for (const [network, n] of Object.entries(sources.watchedAddresses?.() ?? {})) this.set({ network }, n);
     },
   });
+}
+
+/** Risk score lookups and their failures (in a watcher process with a risk provider). */
+function registerRiskMetrics(registry: Registry, sources: MetricSources): void {
   new Counter({
     name: 'ledgerhook_risk_lookups_total',
     help: 'Risk score lookups for addressesRiskRatio, per network',
@@ -182,6 +234,10 @@ export function createMetrics() {
       for (const { count, ...labels } of sources.risk?.().failures ?? []) this.inc(labels, count);
     },
   });
+}
+
+/** Long-polls of the event feed waiting in this process. */
+function registerFeedMetrics(registry: Registry, sources: MetricSources): void {
   new Gauge({
     name: 'ledgerhook_feed_waiting_requests',
     help: 'Long-polls of GET /api/v1/events waiting for an event in this process',
@@ -190,6 +246,11 @@ export function createMetrics() {
       this.set(sources.feedWaiting?.() ?? 0);
     },
   });
+}
+
+/** The outbox, read from the database at most every {@link DATABASE_READ_INTERVAL_MS}. */
+function registerOutboxMetrics(registry: Registry, sources: MetricSources): void {
+  const outbox = throttled(() => sources.outbox?.() ?? Promise.resolve(undefined), DATABASE_READ_INTERVAL_MS);
   new Gauge({
     name: 'ledgerhook_outbox_notifications',
     help: 'Notifications waiting in the outbox by state: pending (due or scheduled for a retry), held (for confirmations), failed (replayable)',
@@ -221,6 +282,14 @@ export function createMetrics() {
       if (stats) this.set(stats.oldestDueSeconds);
     },
   });
+}
+
+/** Registry anchoring (leaves waiting, batches by state, read like the outbox) and this process's anchorer. */
+function registerAnchoringMetrics(registry: Registry, sources: MetricSources): void {
+  const anchoring = throttled(
+    () => sources.anchoring?.() ?? Promise.resolve(undefined),
+    DATABASE_READ_INTERVAL_MS,
+  );
   new Gauge({
     name: 'ledgerhook_anchor_leaves_waiting',
     help: 'Registry leaves waiting for an anchor batch',
@@ -253,6 +322,14 @@ export function createMetrics() {
       if (status && !status.standby) this.set({ network: status.network }, status.healthy ? 1 : 0);
     },
   });
+}
+
+/** Subscriptions by state, read like the outbox. */
+function registerSubscriptionMetrics(registry: Registry, sources: MetricSources): void {
+  const subscriptionStates = throttled(
+    () => sources.subscriptions?.() ?? Promise.resolve(undefined),
+    DATABASE_READ_INTERVAL_MS,
+  );
   new Gauge({
     name: 'ledgerhook_subscriptions',
     help: 'Subscriptions of every account by state: active, disabled (by 410 or failing too long), deleted',
@@ -264,48 +341,32 @@ export function createMetrics() {
       if (counts) for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
     },
   });
+}
+
+/** Prometheus metrics of one service instance (its own registry, so tests can run several). */
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const instrument = registerHttpMetrics(registry);
+  const delivery = registerDeliveryMetrics(registry);
+  /** Where the gauges read from: filled in by `observe`, read at every scrape. */
+  const sources: MetricSources = {};
+  registerFollowerMetrics(registry, sources);
+  registerRiskMetrics(registry, sources);
+  registerFeedMetrics(registry, sources);
+  registerOutboxMetrics(registry, sources);
+  registerAnchoringMetrics(registry, sources);
+  registerSubscriptionMetrics(registry, sources);
 
   return {
     registry,
     /** Where the gauges read from; set once the services exist. */
     observe(next: MetricSources): void {
-      sources = { ...sources, ...next };
+      Object.assign(sources, next);
     },
     /** Counts delivery attempts; pass to the dispatcher as its observer. */
-    delivery: {
-      attempt(outcome: string, durationMs: number): void {
-        attempts.inc({ outcome });
-        attemptDuration.observe(durationMs / 1000);
-      },
-    },
-    instrument(app: FastifyInstance): void {
-      // The children of each label set, found by one string: prom-client hashes a labels object
-      // on every call otherwise, a few per cent of a cheap request's CPU (bench/README.md).
-      const series = new Map<string, { requests: { inc(): void }; duration: { observe(v: number): void } }>();
-      app.addHook('onResponse', async (request, reply) => {
-        // The route pattern, not the raw URL, keeps the label set small.
-        const route = request.routeOptions.url ?? 'unmatched';
-        const key = `${request.method} ${reply.statusCode} ${route}`;
-        let found = series.get(key);
-        if (!found) {
-          found = {
-            requests: requests.labels({
-              method: request.method,
-              route,
-              status_code: String(reply.statusCode),
-            }),
-            duration: duration.labels({ method: request.method, route }),
-          };
-          series.set(key, found);
-        }
-        found.requests.inc();
-        found.duration.observe(reply.elapsedTime / 1000);
-      });
-      // A client that hangs up gets no response, so onResponse never counts it.
-      app.addHook('onRequestAbort', async (request) => {
-        clientAborts.inc({ method: request.method, route: request.routeOptions.url ?? 'unmatched' });
-      });
-    },
+    delivery,
+    instrument,
   };
 }
 

@@ -17,7 +17,7 @@ import {
   MAX_PARAM_LENGTH,
   registerRequestInput,
 } from './request-input.js';
-import { createRouteTable } from './route-table.js';
+import { createRouteTable, type RouteTable } from './route-table.js';
 import { cachedSerializerFactory } from './serialization.js';
 import { WEBHOOK_SCHEMAS } from './webhook-schemas.js';
 
@@ -68,8 +68,9 @@ export interface HttpServerDeps {
   passRateLimit?: RateLimit;
 }
 
-export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyInstance> {
-  const app = Fastify({
+/** The Fastify instance with the server's options: limits, timeouts, routing, error answers, serialization. */
+function createFastify(deps: HttpServerDeps): FastifyInstance {
+  return Fastify({
     loggerInstance: deps.logger,
     bodyLimit: deps.bodyLimit,
     // Request logs carry method, URL and status; bodies are never logged (they may be encrypted at rest).
@@ -93,8 +94,10 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
       ),
     },
   });
-  // Every route this server serves, so a test can hold the OpenAPI document to all of them, and
-  // a known path asked with another method is answered 405 with Allow.
+}
+
+/** Records each route as it is added: in `servedRoutes`, and in the table of methods per path it returns. */
+function recordServedRoutes(app: FastifyInstance): RouteTable {
   const served: string[] = [];
   const table = createRouteTable();
   app.addHook('onRoute', (route) => {
@@ -105,18 +108,17 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
     }
   });
   app.decorate('servedRoutes', served);
-  app.setValidatorCompiler(createValidatorCompiler());
-  registerRequestInput(app);
-  app.addSchema(ProblemSchema);
-  registerProblemHandling(app, { allowedMethods: (path) => table.allowed(path) });
-  deps.metrics.instrument(app);
+  return table;
+}
 
+/** The OpenAPI document (/openapi.json), its browsable documentation (/docs) and the root pointing to them. */
+async function registerDocumentation(app: FastifyInstance, version: string): Promise<void> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',
       info: {
         title: 'Ledgerhook API',
-        version: deps.version,
+        version,
         description:
           'Address notifications, registries and transaction lookup. Errors are RFC 9457 problem details (application/problem+json). A path asked with a method it does not have is 405 with an `Allow` header (components.responses.MethodNotAllowed). The bodies webhooks deliver are components.schemas.WebhookEvent and the schemas it names. Every /api/v1 route may answer 429 over the account’s rate limit and 503 while the database is unavailable, both with `Retry-After`.',
         license: { name: 'MIT', url: 'https://opensource.org/licenses/MIT' },
@@ -172,7 +174,7 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
     },
     async (request, reply) => {
       if (/\btext\/html\b/.test(request.headers.accept ?? '')) return reply.redirect('/docs', 302);
-      return { service: 'ledgerhook', version: deps.version, docs: '/docs', openapi: '/openapi.json' };
+      return { service: 'ledgerhook', version, docs: '/docs', openapi: '/openapi.json' };
     },
   );
   app.get(
@@ -187,6 +189,14 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
     },
     async () => app.swagger(),
   );
+}
+
+/** Liveness, readiness and the Prometheus metrics, served by every role without a token. */
+function registerServiceRoutes(
+  app: FastifyInstance,
+  deps: Pick<HttpServerDeps, 'metrics' | 'checkReady' | 'watchStatus' | 'readyTimeoutMs'>,
+): void {
+  const open = { security: [] as never[], tags: ['service'] };
   app.get(
     '/healthz',
     {
@@ -269,23 +279,48 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
     async (_request, reply) =>
       reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics()),
   );
+}
+
+/**
+ * The domains' routes in their scopes: /api/v1 behind the bearer token and the account's rate
+ * limit, the public pages limited per client address, and the open routes.
+ */
+async function registerRouteScopes(
+  app: FastifyInstance,
+  routes: ServedRoutes,
+  deps: Pick<HttpServerDeps, 'accounts' | 'rateLimit' | 'passRateLimit'>,
+): Promise<void> {
+  await app.register(
+    async (api) => {
+      requireBearerToken(api, deps.accounts);
+      await registerRateLimit(api, deps.rateLimit);
+      for (const register of routes.api) register(api);
+    },
+    { prefix: '/api/v1' },
+  );
+  // Public, without a token: limited per client address instead of per account.
+  await app.register(async (pages) => {
+    await registerIpRateLimit(pages, deps.passRateLimit);
+    for (const register of routes.pages) register(pages);
+  });
+  for (const register of routes.open) register(app);
+}
+
+export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyInstance> {
+  const app = createFastify(deps);
+  // Every route this server serves, so a test can hold the OpenAPI document to all of them, and
+  // a known path asked with another method is answered 405 with Allow.
+  const table = recordServedRoutes(app);
+  app.setValidatorCompiler(createValidatorCompiler());
+  registerRequestInput(app);
+  app.addSchema(ProblemSchema);
+  registerProblemHandling(app, { allowedMethods: (path) => table.allowed(path) });
+  deps.metrics.instrument(app);
+
+  await registerDocumentation(app, deps.version);
+  registerServiceRoutes(app, deps);
 
   const { routes } = deps;
-  if (routes) {
-    await app.register(
-      async (api) => {
-        requireBearerToken(api, deps.accounts);
-        await registerRateLimit(api, deps.rateLimit);
-        for (const register of routes.api) register(api);
-      },
-      { prefix: '/api/v1' },
-    );
-    // Public, without a token: limited per client address instead of per account.
-    await app.register(async (pages) => {
-      await registerIpRateLimit(pages, deps.passRateLimit);
-      for (const register of routes.pages) register(pages);
-    });
-    for (const register of routes.open) register(app);
-  }
+  if (routes) await registerRouteScopes(app, routes, deps);
   return app;
 }

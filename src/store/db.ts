@@ -394,8 +394,16 @@ function returnLostConnections(pool: pg.Pool): void {
     callback ? connect(callback) : connect()!.then(guarded)) as typeof pool.connect;
 }
 
-async function openPostgres(connectionString: string, options: PostgresOptions): Promise<Store> {
-  const { onError } = options;
+/** How a PostgreSQL store connects. */
+interface PostgresSettings {
+  /** Every connection's: where, within what time, with TCP keepalive. */
+  connection: pg.ClientConfig;
+  /** `connection` with the server's deadlines: a statement's, a transaction's left idle. */
+  limited: pg.ClientConfig;
+  queryTimeoutMs: number;
+}
+
+function postgresSettings(connectionString: string, options: PostgresOptions): PostgresSettings {
   const queryTimeoutMs = options.queryTimeoutMs ?? 10_000;
   const connectTimeoutMs = options.connectTimeoutMs ?? 5_000;
   const connection = {
@@ -409,9 +417,17 @@ async function openPostgres(connectionString: string, options: PostgresOptions):
     statement_timeout: queryTimeoutMs,
     idle_in_transaction_session_timeout: Math.max(IDLE_IN_TRANSACTION_MS, 2 * queryTimeoutMs),
   } satisfies pg.ClientConfig;
-  /** A connection of its own, with the query deadline, for listening or holding a lock. */
-  const dedicatedClient = () => withQueryDeadline(new pg.Client(limited), queryTimeoutMs);
+  return { connection, limited, queryTimeoutMs };
+}
 
+/**
+ * The pool drizzle uses and the pipelined one (runInTransaction), registered in pipelinedPools;
+ * their connections have the query deadline.
+ */
+function openPools(
+  { limited, queryTimeoutMs }: PostgresSettings,
+  onError: ((err: Error) => void) | undefined,
+): { pool: pg.Pool; pipelined: pg.Pool } {
   const Client = class extends pg.Client {
     constructor(config?: pg.ClientConfig) {
       super(config);
@@ -431,116 +447,153 @@ async function openPostgres(connectionString: string, options: PostgresOptions):
     returnLostConnections(p);
   }
   pipelinedPools.set(pool, pipelined);
+  return { pool, pipelined };
+}
+
+async function migratePostgres(
+  connection: pg.ClientConfig,
+  onError: ((err: Error) => void) | undefined,
+): Promise<void> {
+  // A connection of its own without the query deadline: a migration may rebuild a big table,
+  // and waits here while another process migrates. Ending the session releases the lock.
+  const client = new pg.Client(connection);
+  client.on('error', (err) => onError?.(err));
+  await client.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    await migratePg(drizzlePg(client), { migrationsFolder });
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/** What a store's connections of their own (a listener's, a lock's) are opened with. */
+interface DedicatedConnections {
+  /** A connection of its own, with the query deadline, for listening or holding a lock. */
+  client(): pg.Client;
+  onError: ((err: Error) => void) | undefined;
+  /** Whether the store was closed. */
+  closed(): boolean;
+}
+
+async function listenPostgres(
+  { client: dedicatedClient, onError, closed }: DedicatedConnections,
+  channel: string,
+  onNotify: (payload?: string) => void,
+): Promise<() => Promise<void>> {
+  // LISTEN needs a connection of its own, kept open and re-opened whenever it drops, for as
+  // long as the database stays away.
+  let client: pg.Client | undefined;
+  let stopped = false;
+  let retry: NodeJS.Timeout | undefined;
+  let retryMs = 1_000;
+  const reconnectLater = () => {
+    if (stopped || closed() || retry) return;
+    retry = setTimeout(() => {
+      retry = undefined;
+      connect().catch(() => reconnectLater());
+    }, retryMs);
+    retry.unref();
+    retryMs = Math.min(MAX_LISTEN_RETRY_MS, retryMs * 2);
+  };
+  const connect = async (): Promise<void> => {
+    if (stopped || closed()) return;
+    const c = dedicatedClient();
+    c.on('notification', (message) => {
+      if (message.channel === channel) onNotify(message.payload);
+    });
+    c.on('error', (err) => {
+      onError?.(err);
+      c.end().catch(() => {});
+      if (client !== c) return; // still connecting: connect() rejects and is retried
+      client = undefined;
+      reconnectLater();
+    });
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+    } catch (err) {
+      await c.end().catch(() => {});
+      throw err;
+    }
+    if (stopped || closed()) {
+      await c.end().catch(() => {});
+      return;
+    }
+    client = c;
+    retryMs = 1_000;
+    onNotify(); // anything sent while we were not listening is picked up now
+  };
+  await connect();
+  return async () => {
+    stopped = true;
+    if (retry) clearTimeout(retry);
+    await client?.end().catch(() => {});
+  };
+}
+
+async function tryLockPostgres(
+  { client: dedicatedClient, onError }: DedicatedConnections,
+  name: string,
+): Promise<HeldLock | undefined> {
+  const client = dedicatedClient();
+  let signalLost: () => void = () => {};
+  const lost = new Promise<void>((resolve) => {
+    signalLost = resolve;
+  });
+  let released = false;
+  client.on('error', (err) => {
+    onError?.(err);
+    if (!released) signalLost();
+  });
+  client.on('end', () => {
+    if (!released) signalLost();
+  });
+  let granted: boolean | undefined;
+  try {
+    await client.connect();
+    const { rows } = await client.query<{ ok: boolean }>(
+      'SELECT pg_try_advisory_lock($1::int, hashtext($2)) AS ok',
+      [NAMED_LOCK_SPACE, name],
+    );
+    granted = rows[0]?.ok;
+  } finally {
+    if (!granted) {
+      // Not ours, or not known: closing the session drops whatever it may have been granted.
+      released = true;
+      await client.end().catch(() => {});
+    }
+  }
+  if (!granted) return undefined;
+  return {
+    lost,
+    async release() {
+      released = true;
+      await client.end().catch(() => {});
+    },
+  };
+}
+
+async function openPostgres(connectionString: string, options: PostgresOptions): Promise<Store> {
+  const { onError } = options;
+  const settings = postgresSettings(connectionString, options);
+  const { limited, queryTimeoutMs } = settings;
+  /** A connection of its own, with the query deadline, for listening or holding a lock. */
+  const dedicatedClient = () => withQueryDeadline(new pg.Client(limited), queryTimeoutMs);
+
+  const { pool, pipelined } = openPools(settings, onError);
   const db = drizzlePg(pool) as unknown as Db;
   let closed = false;
+  const dedicated: DedicatedConnections = { client: dedicatedClient, onError, closed: () => closed };
   return {
     kind: 'postgres',
     db,
     async ping() {
       await pool.query('SELECT 1');
     },
-    async migrate() {
-      // A connection of its own without the query deadline: a migration may rebuild a big table,
-      // and waits here while another process migrates. Ending the session releases the lock.
-      const client = new pg.Client(connection);
-      client.on('error', (err) => onError?.(err));
-      await client.connect();
-      try {
-        await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-        await migratePg(drizzlePg(client), { migrationsFolder });
-      } finally {
-        await client.end().catch(() => {});
-      }
-    },
-    async listen(channel, onNotify) {
-      // LISTEN needs a connection of its own, kept open and re-opened whenever it drops, for as
-      // long as the database stays away.
-      let client: pg.Client | undefined;
-      let stopped = false;
-      let retry: NodeJS.Timeout | undefined;
-      let retryMs = 1_000;
-      const reconnectLater = () => {
-        if (stopped || closed || retry) return;
-        retry = setTimeout(() => {
-          retry = undefined;
-          connect().catch(() => reconnectLater());
-        }, retryMs);
-        retry.unref();
-        retryMs = Math.min(MAX_LISTEN_RETRY_MS, retryMs * 2);
-      };
-      const connect = async (): Promise<void> => {
-        if (stopped || closed) return;
-        const c = dedicatedClient();
-        c.on('notification', (message) => {
-          if (message.channel === channel) onNotify(message.payload);
-        });
-        c.on('error', (err) => {
-          onError?.(err);
-          c.end().catch(() => {});
-          if (client !== c) return; // still connecting: connect() rejects and is retried
-          client = undefined;
-          reconnectLater();
-        });
-        try {
-          await c.connect();
-          await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
-        } catch (err) {
-          await c.end().catch(() => {});
-          throw err;
-        }
-        if (stopped || closed) {
-          await c.end().catch(() => {});
-          return;
-        }
-        client = c;
-        retryMs = 1_000;
-        onNotify(); // anything sent while we were not listening is picked up now
-      };
-      await connect();
-      return async () => {
-        stopped = true;
-        if (retry) clearTimeout(retry);
-        await client?.end().catch(() => {});
-      };
-    },
-    async tryLock(name) {
-      const client = dedicatedClient();
-      let signalLost: () => void = () => {};
-      const lost = new Promise<void>((resolve) => {
-        signalLost = resolve;
-      });
-      let released = false;
-      client.on('error', (err) => {
-        onError?.(err);
-        if (!released) signalLost();
-      });
-      client.on('end', () => {
-        if (!released) signalLost();
-      });
-      let granted: boolean | undefined;
-      try {
-        await client.connect();
-        const { rows } = await client.query<{ ok: boolean }>(
-          'SELECT pg_try_advisory_lock($1::int, hashtext($2)) AS ok',
-          [NAMED_LOCK_SPACE, name],
-        );
-        granted = rows[0]?.ok;
-      } finally {
-        if (!granted) {
-          // Not ours, or not known: closing the session drops whatever it may have been granted.
-          released = true;
-          await client.end().catch(() => {});
-        }
-      }
-      if (!granted) return undefined;
-      return {
-        lost,
-        async release() {
-          released = true;
-          await client.end().catch(() => {});
-        },
-      };
-    },
+    migrate: () => migratePostgres(settings.connection, onError),
+    listen: (channel, onNotify) => listenPostgres(dedicated, channel, onNotify),
+    tryLock: (name) => tryLockPostgres(dedicated, name),
     async close() {
       if (closed) return;
       closed = true;

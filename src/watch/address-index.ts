@@ -28,8 +28,10 @@ export function createAddressIndex(
   /** Page sizes of `load` (smaller in tests, to cross pages with few rows). */
   pages: { subscriptions?: number; addresses?: number } = {},
 ) {
-  const SUBSCRIPTION_PAGE = pages.subscriptions ?? DEFAULT_SUBSCRIPTION_PAGE;
-  const ADDRESS_PAGE = pages.addresses ?? DEFAULT_ADDRESS_PAGE;
+  const sizes: PageSizes = {
+    subscriptions: pages.subscriptions ?? DEFAULT_SUBSCRIPTION_PAGE,
+    addresses: pages.addresses ?? DEFAULT_ADDRESS_PAGE,
+  };
   let tables = createWatchTables(familyOf);
   /**
    * Per load called and not finished: the changes applied since it was called, replayed on its
@@ -38,143 +40,10 @@ export function createAddressIndex(
   const replays = new Set<SubscriptionChange[]>();
   let loading: Promise<unknown> = Promise.resolve();
 
-  function applyTo(target: WatchTables, change: SubscriptionChange): void {
-    if (change.type === 'remove') {
-      const subscription = target.find(change.id);
-      if (subscription !== NONE) target.remove(subscription);
-      return;
-    }
-    if (change.type === 'addresses') {
-      const subscription = target.find(change.id);
-      // Unknown here: deleted (its removal came first) or not loaded yet (the load reads it).
-      if (subscription === NONE) return;
-      for (const address of change.remove) target.unwatch(subscription, address);
-      target.reserve(subscription, change.add.length);
-      for (const address of change.add) target.watch(subscription, address);
-      return;
-    }
-    const { subscription: s, addresses } = change;
-    const endpoint: WatchedEndpoint = {
-      id: s.id,
-      accountId: s.accountId,
-      network: s.network,
-      confirmations: s.confirmations,
-      mempool: s.mempool,
-      fees: s.fees === true,
-    };
-    const subscription = target.upsert(endpoint);
-    const exactly = addresses ?? (s.address === undefined ? undefined : [s.address]);
-    if (exactly === undefined) return;
-    target.unwatchAll(subscription);
-    target.reserve(subscription, exactly.length);
-    for (const address of exactly) target.watch(subscription, address);
-  }
-
-  async function loadInto(db: Db, fresh: WatchTables): Promise<number> {
-    // Subscriptions first, with how many addresses each has, so the address tables are sized once.
-    let after = FIRST_UUID;
-    let subscriptions = 0;
-    /** Per network, one of its subscriptions and the addresses of them all. */
-    const expected = new Map<string, { subscription: number; count: number }>();
-    for (;;) {
-      const text = await aggregate(
-        db,
-        sql`SELECT string_agg(id::text || ' ' || account_id::text || ' ' || network || ' ' ||
-              confirmations || ' ' || (CASE WHEN mempool THEN 1 ELSE 0 END) || ' ' || address_count || ' ' ||
-              (CASE WHEN fees THEN 1 ELSE 0 END),
-              E'\n' ORDER BY id)
-            FROM (SELECT id, account_id, network, confirmations, mempool, address_count, fees FROM subscriptions
-              WHERE type = 'ADDRESS_TRANSACTION' AND deleted_at IS NULL AND network IS NOT NULL
-                AND id > ${after}::uuid
-              ORDER BY id LIMIT ${SUBSCRIPTION_PAGE}) page`,
-      );
-      if (text === null) break;
-      let lines = 0;
-      for (const line of text.split('\n')) {
-        const [id, accountId, network, confirmations, mempool, count, fees] = line.split(' ');
-        const subscription = fresh.upsert({
-          id: id!,
-          accountId: accountId!,
-          network: network!,
-          confirmations: Number(confirmations),
-          mempool: mempool === '1',
-          fees: fees === '1',
-        });
-        const sum = expected.get(network!) ?? { subscription, count: 0 };
-        sum.count += Number(count);
-        expected.set(network!, sum);
-        after = id!;
-        lines++;
-      }
-      subscriptions += lines;
-      if (lines < SUBSCRIPTION_PAGE) break;
-    }
-    for (const { subscription, count } of expected.values()) fresh.reserve(subscription, count);
-
-    // Then the addresses, a page of rows as one text: "id address address …" per subscription.
-    // Reading them as rows costs a JavaScript object per row and field (PGlite: most of a load).
-    // The next page is asked for before this one is parsed: PostgreSQL (or PGlite's worker
-    // thread) builds it on another core meanwhile.
-    let next: Promise<AddressPage> | undefined = addressPage(db, FIRST_UUID, '');
-    while (next) {
-      const page: AddressPage = await next;
-      next = undefined;
-      if (page.n === ADDRESS_PAGE && page.last !== null) {
-        const space = page.last.indexOf(' ');
-        next = addressPage(db, page.last.slice(0, space), page.last.slice(space + 1));
-        // Unhandled until awaited: a failure of the next page must not crash the process meanwhile.
-        next.catch(() => {});
-      }
-      if (page.body !== null) parsePage(fresh, page.body);
-    }
-    return subscriptions;
-  }
-
-  /**
-   * A keyset page of address rows after (afterId, afterAddress), as one text: "id address address
-   * …" per subscription, a line each; and its row count and last key, to ask for the next.
-   */
-  async function addressPage(db: Db, afterId: string, afterAddress: string): Promise<AddressPage> {
-    const result = await db.execute(sql`
-      WITH page AS (
-        SELECT subscription_id, address FROM subscription_addresses
-        WHERE (subscription_id, address) > (${afterId}::uuid, ${afterAddress})
-        ORDER BY subscription_id, address LIMIT ${ADDRESS_PAGE})
-      SELECT
-        (SELECT count(*)::int FROM page) AS n,
-        (SELECT subscription_id::text || ' ' || address FROM page
-          ORDER BY subscription_id DESC, address DESC LIMIT 1) AS last,
-        (SELECT string_agg(g.subscription_id::text || ' ' || g.list, E'\n')
-          FROM (SELECT subscription_id, string_agg(address, ' ') AS list FROM page
-            GROUP BY subscription_id) g) AS body`);
-    return (result as unknown as { rows: AddressPage[] }).rows[0]!;
-  }
-
-  /** Indexes a page's text; addresses of subscriptions not loaded (deleted, registry) are skipped. */
-  function parsePage(target: WatchTables, body: string): void {
-    let at = 0;
-    while (at < body.length) {
-      let lineEnd = body.indexOf('\n', at);
-      if (lineEnd < 0) lineEnd = body.length;
-      const idEnd = body.indexOf(' ', at);
-      const subscription = target.find(body.slice(at, idEnd));
-      if (subscription !== NONE) {
-        let start = idEnd + 1;
-        while (start < lineEnd) {
-          let end = body.indexOf(' ', start);
-          if (end < 0 || end > lineEnd) end = lineEnd;
-          target.watch(subscription, body, start, end);
-          start = end + 1;
-        }
-      }
-      at = lineEnd + 1;
-    }
-  }
-
   async function loadAll(db: Db, replay: SubscriptionChange[]): Promise<number> {
     try {
       const fresh = createWatchTables(familyOf);
-      const count = await loadInto(db, fresh);
+      const count = await loadInto(db, fresh, sizes);
       for (const change of replay) applyTo(fresh, change);
       tables = fresh;
       return count;
@@ -215,6 +84,153 @@ export function createAddressIndex(
     /** Distinct watched addresses per network. */
     addressCounts: (): Record<string, number> => tables.addressCounts(),
   };
+}
+
+/** Page sizes of `load`: subscriptions, and address rows, per statement. */
+interface PageSizes {
+  subscriptions: number;
+  addresses: number;
+}
+
+/** One change applied to a set of tables: the ones in use, or a load's before they replace them. */
+function applyTo(target: WatchTables, change: SubscriptionChange): void {
+  if (change.type === 'remove') {
+    const subscription = target.find(change.id);
+    if (subscription !== NONE) target.remove(subscription);
+    return;
+  }
+  if (change.type === 'addresses') {
+    const subscription = target.find(change.id);
+    // Unknown here: deleted (its removal came first) or not loaded yet (the load reads it).
+    if (subscription === NONE) return;
+    for (const address of change.remove) target.unwatch(subscription, address);
+    target.reserve(subscription, change.add.length);
+    for (const address of change.add) target.watch(subscription, address);
+    return;
+  }
+  const { subscription: s, addresses } = change;
+  const endpoint: WatchedEndpoint = {
+    id: s.id,
+    accountId: s.accountId,
+    network: s.network,
+    confirmations: s.confirmations,
+    mempool: s.mempool,
+    fees: s.fees === true,
+  };
+  const subscription = target.upsert(endpoint);
+  const exactly = addresses ?? (s.address === undefined ? undefined : [s.address]);
+  if (exactly === undefined) return;
+  target.unwatchAll(subscription);
+  target.reserve(subscription, exactly.length);
+  for (const address of exactly) target.watch(subscription, address);
+}
+
+async function loadInto(db: Db, fresh: WatchTables, pages: PageSizes): Promise<number> {
+  const { subscriptions: SUBSCRIPTION_PAGE, addresses: ADDRESS_PAGE } = pages;
+  // Subscriptions first, with how many addresses each has, so the address tables are sized once.
+  let after = FIRST_UUID;
+  let subscriptions = 0;
+  /** Per network, one of its subscriptions and the addresses of them all. */
+  const expected = new Map<string, { subscription: number; count: number }>();
+  for (;;) {
+    const text = await aggregate(
+      db,
+      sql`SELECT string_agg(id::text || ' ' || account_id::text || ' ' || network || ' ' ||
+            confirmations || ' ' || (CASE WHEN mempool THEN 1 ELSE 0 END) || ' ' || address_count || ' ' ||
+            (CASE WHEN fees THEN 1 ELSE 0 END),
+            E'\n' ORDER BY id)
+          FROM (SELECT id, account_id, network, confirmations, mempool, address_count, fees FROM subscriptions
+            WHERE type = 'ADDRESS_TRANSACTION' AND deleted_at IS NULL AND network IS NOT NULL
+              AND id > ${after}::uuid
+            ORDER BY id LIMIT ${SUBSCRIPTION_PAGE}) page`,
+    );
+    if (text === null) break;
+    let lines = 0;
+    for (const line of text.split('\n')) {
+      const [id, accountId, network, confirmations, mempool, count, fees] = line.split(' ');
+      const subscription = fresh.upsert({
+        id: id!,
+        accountId: accountId!,
+        network: network!,
+        confirmations: Number(confirmations),
+        mempool: mempool === '1',
+        fees: fees === '1',
+      });
+      const sum = expected.get(network!) ?? { subscription, count: 0 };
+      sum.count += Number(count);
+      expected.set(network!, sum);
+      after = id!;
+      lines++;
+    }
+    subscriptions += lines;
+    if (lines < SUBSCRIPTION_PAGE) break;
+  }
+  for (const { subscription, count } of expected.values()) fresh.reserve(subscription, count);
+
+  // Then the addresses, a page of rows as one text: "id address address …" per subscription.
+  // Reading them as rows costs a JavaScript object per row and field (PGlite: most of a load).
+  // The next page is asked for before this one is parsed: PostgreSQL (or PGlite's worker
+  // thread) builds it on another core meanwhile.
+  let next: Promise<AddressPage> | undefined = addressPage(db, FIRST_UUID, '', ADDRESS_PAGE);
+  while (next) {
+    const page: AddressPage = await next;
+    next = undefined;
+    if (page.n === ADDRESS_PAGE && page.last !== null) {
+      const space = page.last.indexOf(' ');
+      next = addressPage(db, page.last.slice(0, space), page.last.slice(space + 1), ADDRESS_PAGE);
+      // Unhandled until awaited: a failure of the next page must not crash the process meanwhile.
+      next.catch(() => {});
+    }
+    if (page.body !== null) parsePage(fresh, page.body);
+  }
+  return subscriptions;
+}
+
+/**
+ * A keyset page of address rows after (afterId, afterAddress), as one text: "id address address
+ * …" per subscription, a line each (`limit` rows at most); and its row count and last key, to ask
+ * for the next.
+ */
+async function addressPage(
+  db: Db,
+  afterId: string,
+  afterAddress: string,
+  limit: number,
+): Promise<AddressPage> {
+  const result = await db.execute(sql`
+    WITH page AS (
+      SELECT subscription_id, address FROM subscription_addresses
+      WHERE (subscription_id, address) > (${afterId}::uuid, ${afterAddress})
+      ORDER BY subscription_id, address LIMIT ${limit})
+    SELECT
+      (SELECT count(*)::int FROM page) AS n,
+      (SELECT subscription_id::text || ' ' || address FROM page
+        ORDER BY subscription_id DESC, address DESC LIMIT 1) AS last,
+      (SELECT string_agg(g.subscription_id::text || ' ' || g.list, E'\n')
+        FROM (SELECT subscription_id, string_agg(address, ' ') AS list FROM page
+          GROUP BY subscription_id) g) AS body`);
+  return (result as unknown as { rows: AddressPage[] }).rows[0]!;
+}
+
+/** Indexes a page's text; addresses of subscriptions not loaded (deleted, registry) are skipped. */
+function parsePage(target: WatchTables, body: string): void {
+  let at = 0;
+  while (at < body.length) {
+    let lineEnd = body.indexOf('\n', at);
+    if (lineEnd < 0) lineEnd = body.length;
+    const idEnd = body.indexOf(' ', at);
+    const subscription = target.find(body.slice(at, idEnd));
+    if (subscription !== NONE) {
+      let start = idEnd + 1;
+      while (start < lineEnd) {
+        let end = body.indexOf(' ', start);
+        if (end < 0 || end > lineEnd) end = lineEnd;
+        target.watch(subscription, body, start, end);
+        start = end + 1;
+      }
+    }
+    at = lineEnd + 1;
+  }
 }
 
 interface AddressPage {

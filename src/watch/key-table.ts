@@ -116,9 +116,7 @@ export function createKeyTable(
 
   function ensureSlots(needed: number): void {
     if (needed <= slots.length * MAX_LOAD) return;
-    let length = Math.max(1024, slots.length);
-    while (needed > length * MAX_LOAD) length *= 2;
-    rebuild(length);
+    rebuild(slotCount(needed, slots.length));
   }
 
   /** Slots of `length` for the keys held, with as many hash bits as entries leave free. */
@@ -127,13 +125,7 @@ export function createKeyTable(
     entryMask = 2 ** entryBits - 1;
     slots = new Uint32Array(length);
     mask = length - 1;
-    for (let entry = 0; entry < entries; entry++) {
-      if (keyLength[entry] === 0) continue;
-      const hash = hashOf(arena, keyStart[entry]!, keyLength[entry]!);
-      let slot = hash & mask;
-      while (slots[slot] !== 0) slot = (slot + 1) & mask;
-      slots[slot] = (hash & ~entryMask) | (entry + 1);
-    }
+    placeKeys(slots, mask, entryMask, entries, keyStart, keyLength, arena, hashOf);
   }
 
   function ensureArena(extra: number): void {
@@ -146,14 +138,7 @@ export function createKeyTable(
   /** Moves the live keys end to end, dropping the bytes of removed ones. */
   function compact(): void {
     const next = new Uint8Array(Math.max(arena.length, 1024));
-    let used = 0;
-    for (let entry = 0; entry < entries; entry++) {
-      const length = keyLength[entry]!;
-      if (length === 0) continue;
-      next.set(arena.subarray(keyStart[entry]!, keyStart[entry]! + length), used);
-      keyStart[entry] = used;
-      used += length;
-    }
+    const used = packKeys(arena, next, entries, keyStart, keyLength);
     arena = next;
     arenaUsed = used;
     arenaGarbage = 0;
@@ -225,21 +210,7 @@ export function createKeyTable(
     remove(entry) {
       const length = keyLength[entry]!;
       if (length === 0) return;
-      let slot = hashOf(arena, keyStart[entry]!, length) & mask;
-      while ((slots[slot]! & entryMask) !== entry + 1) slot = (slot + 1) & mask;
-      // Backward-shift deletion: pull later keys of the probe run into the hole, so lookups need
-      // no tombstones and stay as short as if the key had never been there.
-      let hole = slot;
-      for (let next = (hole + 1) & mask; slots[next] !== 0; next = (next + 1) & mask) {
-        const moved = (slots[next]! & entryMask) - 1;
-        const home = hashOf(arena, keyStart[moved]!, keyLength[moved]!) & mask;
-        // Movable unless its home lies cyclically in (hole, next].
-        const inRange = hole <= next ? home > hole && home <= next : home > hole || home <= next;
-        if (inRange) continue;
-        slots[hole] = slots[next]!;
-        hole = next;
-      }
-      slots[hole] = 0;
+      unslot(slots, mask, entryMask, entry, keyStart, keyLength, arena, hashOf);
       keyLength[entry] = 0;
       arenaGarbage += length;
       if (freeCount === free.length) free = grown(free, nextCapacity(freeCount + 1, free.length));
@@ -259,4 +230,83 @@ export function createKeyTable(
       for (let entry = 0; entry < entries; entry++) if (keyLength[entry] !== 0) visit(entry);
     },
   };
+}
+
+/*
+ * The table's bulk work on its slots and arena, apart from the closure that owns them: each is
+ * given the arrays as they are at the call (they are replaced when they grow), and keeps none.
+ */
+
+/** Puts every live entry into `slots`, new and empty: the table rehashed, as `rebuild` sized it. */
+function placeKeys(
+  slots: Uint32Array,
+  mask: number,
+  entryMask: number,
+  entries: number,
+  keyStart: Uint32Array,
+  keyLength: Uint16Array,
+  arena: Uint8Array,
+  hashOf: (key: Uint8Array, offset: number, length: number) => number,
+): void {
+  for (let entry = 0; entry < entries; entry++) {
+    if (keyLength[entry] === 0) continue;
+    const hash = hashOf(arena, keyStart[entry]!, keyLength[entry]!);
+    let slot = hash & mask;
+    while (slots[slot] !== 0) slot = (slot + 1) & mask;
+    slots[slot] = (hash & ~entryMask) | (entry + 1);
+  }
+}
+
+/** Copies the live keys of `arena` end to end into `next`, moving their starts; the bytes used. */
+function packKeys(
+  arena: Uint8Array,
+  next: Uint8Array,
+  entries: number,
+  keyStart: Uint32Array,
+  keyLength: Uint16Array,
+): number {
+  let used = 0;
+  for (let entry = 0; entry < entries; entry++) {
+    const length = keyLength[entry]!;
+    if (length === 0) continue;
+    next.set(arena.subarray(keyStart[entry]!, keyStart[entry]! + length), used);
+    keyStart[entry] = used;
+    used += length;
+  }
+  return used;
+}
+
+/** Slots for `needed` keys: a power of two from `current` (1024 at least) loaded to MAX_LOAD at most. */
+function slotCount(needed: number, current: number): number {
+  let length = Math.max(1024, current);
+  while (needed > length * MAX_LOAD) length *= 2;
+  return length;
+}
+
+/** Takes a live entry out of the slots (its key is still in the arena). */
+function unslot(
+  slots: Uint32Array,
+  mask: number,
+  entryMask: number,
+  entry: number,
+  keyStart: Uint32Array,
+  keyLength: Uint16Array,
+  arena: Uint8Array,
+  hashOf: (key: Uint8Array, offset: number, length: number) => number,
+): void {
+  let slot = hashOf(arena, keyStart[entry]!, keyLength[entry]!) & mask;
+  while ((slots[slot]! & entryMask) !== entry + 1) slot = (slot + 1) & mask;
+  // Backward-shift deletion: pull later keys of the probe run into the hole, so lookups need
+  // no tombstones and stay as short as if the key had never been there.
+  let hole = slot;
+  for (let next = (hole + 1) & mask; slots[next] !== 0; next = (next + 1) & mask) {
+    const moved = (slots[next]! & entryMask) - 1;
+    const home = hashOf(arena, keyStart[moved]!, keyLength[moved]!) & mask;
+    // Movable unless its home lies cyclically in (hole, next].
+    const inRange = hole <= next ? home > hole && home <= next : home > hole || home <= next;
+    if (inRange) continue;
+    slots[hole] = slots[next]!;
+    hole = next;
+  }
+  slots[hole] = 0;
 }

@@ -28,7 +28,7 @@ import { ConfigError, UpstreamUnavailableError } from '../../errors.js';
 import type { AnchorChain, AnchorInclusion, SignedAnchorTx } from '../anchor-chain.js';
 import { nodeRequest } from '../node-http.js';
 import { isAlgorandTxId } from './lookup.js';
-import { createAlgodSource, endpoint } from './source.js';
+import { type AlgorandBlockSource, createAlgodSource, endpoint } from './source.js';
 
 export interface AlgorandAnchorOptions {
   algodUrl: string;
@@ -118,15 +118,20 @@ function lastValidOf(tx: SignedAnchorTx): number {
   return lastValid;
 }
 
-export function algorandAnchorChain(options: AlgorandAnchorOptions): AlgorandAnchorChain {
-  const account = anchorAccount(options.key);
-  const address = account.addr.toString();
-  const validityRounds = options.validityRounds ?? MAX_TXN_LIFE;
-  if (!Number.isInteger(validityRounds) || validityRounds < 1 || validityRounds > MAX_TXN_LIFE)
-    throw new RangeError(
-      `validityRounds must be an integer from 1 to ${MAX_TXN_LIFE}, not ${validityRounds}`,
-    );
+/** algod as the anchor chain talks to it. */
+interface AnchorAlgod {
+  base: string;
+  headers: Record<string, string>;
+  timeoutMs: number | undefined;
+  /** Block hashes by round. */
+  blocks: AlgorandBlockSource;
+  /** The error for a node that answered amiss: what it did. */
+  unexpected(detail: string): UpstreamUnavailableError;
+  /** A GET of `path`, with the answer's status and its JSON object, if it is one. */
+  get(path: string): Promise<{ status: number; body: Json | undefined }>;
+}
 
+function anchorAlgod(options: AlgorandAnchorOptions): AnchorAlgod {
   const { base, host, headers } = endpoint(
     { url: options.algodUrl, token: options.algodToken },
     'X-Algo-API-Token',
@@ -139,32 +144,150 @@ export function algorandAnchorChain(options: AlgorandAnchorOptions): AlgorandAnc
     const res = await nodeRequest(`${base}${path}`, { headers, timeoutMs });
     return { status: res.status, body: isObject(res.json) ? res.json : undefined };
   };
+  return { base, headers, timeoutMs, blocks, unexpected, get };
+}
 
-  async function params(): Promise<TransactionParams> {
-    const path = '/v2/transactions/params';
-    const { status, body } = await get(path);
-    const lastRound = body && roundField(body, 'last-round');
-    const fee = body?.fee;
-    const minFee = body?.['min-fee'];
-    const genesisId = body?.['genesis-id'];
-    const genesisHash = body?.['genesis-hash'];
-    if (
-      status !== 200 ||
-      lastRound === undefined ||
-      typeof fee !== 'bigint' ||
-      typeof minFee !== 'bigint' ||
-      typeof genesisId !== 'string' ||
-      typeof genesisHash !== 'string' ||
-      Buffer.from(genesisHash, 'base64').length !== 32
-    )
-      throw unexpected(`answered ${status} to GET ${path} without the parameters of a transaction`);
-    return { fee, minFee, lastRound, genesisId, genesisHash };
+async function transactionParams({ get, unexpected }: AnchorAlgod): Promise<TransactionParams> {
+  const path = '/v2/transactions/params';
+  const { status, body } = await get(path);
+  const lastRound = body && roundField(body, 'last-round');
+  const fee = body?.fee;
+  const minFee = body?.['min-fee'];
+  const genesisId = body?.['genesis-id'];
+  const genesisHash = body?.['genesis-hash'];
+  if (
+    status !== 200 ||
+    lastRound === undefined ||
+    typeof fee !== 'bigint' ||
+    typeof minFee !== 'bigint' ||
+    typeof genesisId !== 'string' ||
+    typeof genesisHash !== 'string' ||
+    Buffer.from(genesisHash, 'base64').length !== 32
+  )
+    throw unexpected(`answered ${status} to GET ${path} without the parameters of a transaction`);
+  return { fee, minFee, lastRound, genesisId, genesisHash };
+}
+
+/** What signing an anchor transaction takes. */
+interface AnchorSigner {
+  algod: AnchorAlgod;
+  account: algosdk.Account;
+  validityRounds: number;
+  /** The genesis hash the node was on when first asked. */
+  chainIdentity(): Promise<string>;
+}
+
+async function signAnchor(
+  { algod, account, validityRounds, chainIdentity }: AnchorSigner,
+  payload: Buffer,
+  replacing?: SignedAnchorTx,
+): Promise<SignedAnchorTx> {
+  const expectedGenesis = await chainIdentity();
+  const p = await transactionParams(algod);
+  // A node switched to another network would have us sign for that network.
+  if (p.genesisHash !== expectedGenesis)
+    throw algod.unexpected(`is now on genesis ${p.genesisHash}, not ${expectedGenesis} as before`);
+  // Two different transactions that can both still be committed would both anchor.
+  if (replacing && p.lastRound <= lastValidOf(replacing))
+    throw new Error(
+      `Transaction ${replacing.txId} can still be committed until round ${lastValidOf(replacing)} ` +
+        `(the node is at ${p.lastRound}); it may not be replaced yet`,
+    );
+  const firstValid = p.lastRound;
+  const lastValid = firstValid + validityRounds;
+  const txn = algosdk.makePaymentTxnWithSuggestedParamsFromObject({
+    sender: account.addr,
+    receiver: account.addr,
+    amount: 0,
+    note: new Uint8Array(payload),
+    suggestedParams: {
+      flatFee: false,
+      fee: p.fee,
+      minFee: p.minFee,
+      firstValid,
+      lastValid,
+      genesisID: p.genesisId,
+      genesisHash: new Uint8Array(Buffer.from(p.genesisHash, 'base64')),
+    },
+  });
+  const signed = algosdk.signTransaction(txn, account.sk);
+  return {
+    txId: signed.txID,
+    raw: Buffer.from(signed.blob).toString('base64'),
+    details: { firstValid, lastValid },
+  };
+}
+
+async function broadcastAnchor(
+  { base, headers, timeoutMs, unexpected }: AnchorAlgod,
+  tx: SignedAnchorTx,
+): Promise<void> {
+  const path = '/v2/transactions';
+  const res = await nodeRequest(`${base}${path}`, {
+    method: 'POST',
+    headers: { ...headers, 'content-type': 'application/x-binary' },
+    body: Buffer.from(tx.raw, 'base64'),
+    timeoutMs,
+  });
+  const body = isObject(res.json) ? res.json : undefined;
+  if (res.status === 200) {
+    if (body?.txId !== tx.txId)
+      throw unexpected(`answered POST ${path} of ${tx.txId} with txId ${String(body?.txId)}`);
+    return;
   }
+  const message = typeof body?.message === 'string' ? body.message : res.text.slice(0, 500);
+  if (res.status === 400 && message.includes(ALREADY_HAVE)) return;
+  if (res.status >= 400 && res.status < 500) throw new AlgorandTxRejectedError(tx.txId, message);
+  throw unexpected(`answered ${res.status} to POST ${path}`);
+}
+
+/**
+ * Where the transaction was committed, from algod's pending-transaction lookup. algod forgets a
+ * committed transaction 1000 rounds after it (404 → undefined): the anchorer asks while the
+ * transaction is recent, from its broadcast until it is seen committed, and mayReplace holds the
+ * replacement back until its validity window has passed. Only an anchorer away for about 1000
+ * rounds (some 45 minutes) right after a commit would miss it and anchor the root a second time.
+ */
+async function inclusionOf(
+  { get, unexpected, blocks }: AnchorAlgod,
+  txId: string,
+): Promise<AnchorInclusion | undefined> {
+  if (!isAlgorandTxId(txId)) throw new RangeError(`Not an Algorand transaction id: ${txId}`);
+  const path = `/v2/transactions/pending/${txId}?format=json`;
+  const { status, body } = await get(path);
+  if (status === 404) return undefined;
+  if (status !== 200 || !body || typeof body['pool-error'] !== 'string')
+    throw unexpected(`answered ${status} to GET ${path} without a pending transaction`);
+  const round = roundField(body, 'confirmed-round');
+  if (round === undefined || round === 0) return undefined; // still pending, or dropped (pool-error)
+  const blockHash = await blocks.hashAt(round);
+  if (!blockHash) throw unexpected(`says ${txId} was committed in round ${round} but has no such block`);
+  return { blockNumber: round, blockHash, success: true };
+}
+
+async function tipOf({ get, unexpected }: AnchorAlgod): Promise<number> {
+  const { status, body } = await get('/v2/status');
+  const round = body && roundField(body, 'last-round');
+  if (status !== 200 || round === undefined) throw unexpected(`answered ${status} to GET /v2/status`);
+  return round;
+}
+
+export function algorandAnchorChain(options: AlgorandAnchorOptions): AlgorandAnchorChain {
+  const account = anchorAccount(options.key);
+  const address = account.addr.toString();
+  const validityRounds = options.validityRounds ?? MAX_TXN_LIFE;
+  if (!Number.isInteger(validityRounds) || validityRounds < 1 || validityRounds > MAX_TXN_LIFE)
+    throw new RangeError(
+      `validityRounds must be an integer from 1 to ${MAX_TXN_LIFE}, not ${validityRounds}`,
+    );
+
+  const algod = anchorAlgod(options);
+  const { blocks } = algod;
 
   // Read once; a failed read is tried again next time.
   let identity: Promise<string> | undefined;
   function chainIdentity(): Promise<string> {
-    identity ??= params().then(
+    identity ??= transactionParams(algod).then(
       (p) => p.genesisHash,
       (err) => {
         identity = undefined;
@@ -173,101 +296,17 @@ export function algorandAnchorChain(options: AlgorandAnchorOptions): AlgorandAnc
     );
     return identity;
   }
-
-  async function sign(payload: Buffer, replacing?: SignedAnchorTx): Promise<SignedAnchorTx> {
-    const expectedGenesis = await chainIdentity();
-    const p = await params();
-    // A node switched to another network would have us sign for that network.
-    if (p.genesisHash !== expectedGenesis)
-      throw unexpected(`is now on genesis ${p.genesisHash}, not ${expectedGenesis} as before`);
-    // Two different transactions that can both still be committed would both anchor.
-    if (replacing && p.lastRound <= lastValidOf(replacing))
-      throw new Error(
-        `Transaction ${replacing.txId} can still be committed until round ${lastValidOf(replacing)} ` +
-          `(the node is at ${p.lastRound}); it may not be replaced yet`,
-      );
-    const firstValid = p.lastRound;
-    const lastValid = firstValid + validityRounds;
-    const txn = algosdk.makePaymentTxnWithSuggestedParamsFromObject({
-      sender: account.addr,
-      receiver: account.addr,
-      amount: 0,
-      note: new Uint8Array(payload),
-      suggestedParams: {
-        flatFee: false,
-        fee: p.fee,
-        minFee: p.minFee,
-        firstValid,
-        lastValid,
-        genesisID: p.genesisId,
-        genesisHash: new Uint8Array(Buffer.from(p.genesisHash, 'base64')),
-      },
-    });
-    const signed = algosdk.signTransaction(txn, account.sk);
-    return {
-      txId: signed.txID,
-      raw: Buffer.from(signed.blob).toString('base64'),
-      details: { firstValid, lastValid },
-    };
-  }
-
-  async function broadcast(tx: SignedAnchorTx): Promise<void> {
-    const path = '/v2/transactions';
-    const res = await nodeRequest(`${base}${path}`, {
-      method: 'POST',
-      headers: { ...headers, 'content-type': 'application/x-binary' },
-      body: Buffer.from(tx.raw, 'base64'),
-      timeoutMs,
-    });
-    const body = isObject(res.json) ? res.json : undefined;
-    if (res.status === 200) {
-      if (body?.txId !== tx.txId)
-        throw unexpected(`answered POST ${path} of ${tx.txId} with txId ${String(body?.txId)}`);
-      return;
-    }
-    const message = typeof body?.message === 'string' ? body.message : res.text.slice(0, 500);
-    if (res.status === 400 && message.includes(ALREADY_HAVE)) return;
-    if (res.status >= 400 && res.status < 500) throw new AlgorandTxRejectedError(tx.txId, message);
-    throw unexpected(`answered ${res.status} to POST ${path}`);
-  }
-
-  /**
-   * Where the transaction was committed, from algod's pending-transaction lookup. algod forgets a
-   * committed transaction 1000 rounds after it (404 → undefined): the anchorer asks while the
-   * transaction is recent, from its broadcast until it is seen committed, and mayReplace holds the
-   * replacement back until its validity window has passed. Only an anchorer away for about 1000
-   * rounds (some 45 minutes) right after a commit would miss it and anchor the root a second time.
-   */
-  async function inclusion(txId: string): Promise<AnchorInclusion | undefined> {
-    if (!isAlgorandTxId(txId)) throw new RangeError(`Not an Algorand transaction id: ${txId}`);
-    const path = `/v2/transactions/pending/${txId}?format=json`;
-    const { status, body } = await get(path);
-    if (status === 404) return undefined;
-    if (status !== 200 || !body || typeof body['pool-error'] !== 'string')
-      throw unexpected(`answered ${status} to GET ${path} without a pending transaction`);
-    const round = roundField(body, 'confirmed-round');
-    if (round === undefined || round === 0) return undefined; // still pending, or dropped (pool-error)
-    const blockHash = await blocks.hashAt(round);
-    if (!blockHash) throw unexpected(`says ${txId} was committed in round ${round} but has no such block`);
-    return { blockNumber: round, blockHash, success: true };
-  }
-
-  async function tip(): Promise<number> {
-    const { status, body } = await get('/v2/status');
-    const round = body && roundField(body, 'last-round');
-    if (status !== 200 || round === undefined) throw unexpected(`answered ${status} to GET /v2/status`);
-    return round;
-  }
+  const signer: AnchorSigner = { algod, account, validityRounds, chainIdentity };
 
   return {
     kind: 'algorand-note',
     address,
     finalDepth: 1,
     chainIdentity,
-    sign,
-    broadcast,
-    inclusion,
-    tip,
+    sign: (payload, replacing) => signAnchor(signer, payload, replacing),
+    broadcast: (tx) => broadcastAnchor(algod, tx),
+    inclusion: (txId) => inclusionOf(algod, txId),
+    tip: () => tipOf(algod),
     hashAt: (height) => blocks.hashAt(height),
     // Until its last valid round has passed, the transaction can still be committed.
     mayReplace: (tx, tipRound) => tipRound > lastValidOf(tx),

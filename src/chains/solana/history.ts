@@ -76,6 +76,157 @@ async function eachBounded<T, R>(items: readonly T[], task: (item: T) => Promise
 
 const addressesOf = (tx: SolanaTransaction) => solanaChanges(tx).map((c) => c.address);
 
+/** What the parts of a history read the node through. */
+interface SolanaHistoryNode {
+  /** A JSON-RPC call, once the throttle lets it through: its result. */
+  call(method: string, params: unknown[]): Promise<unknown>;
+  /** The error for a node that answered amiss: what it did. */
+  fail(what: string): UpstreamUnavailableError;
+  commitment: SolanaCommitment;
+}
+
+/** The token accounts the address owns now (none when it is not a wallet). */
+async function tokenAccounts(
+  { call, fail, commitment }: SolanaHistoryNode,
+  owner: string,
+): Promise<string[]> {
+  const found: string[] = [];
+  for (const programId of TOKEN_PROGRAMS) {
+    // No account data: only the accounts' addresses are wanted.
+    const result = await call('getTokenAccountsByOwner', [
+      owner,
+      { programId },
+      { encoding: 'base64', dataSlice: { offset: 0, length: 0 }, commitment },
+    ]);
+    const value = isObject(result) ? result.value : undefined;
+    if (!Array.isArray(value)) throw fail(`answered getTokenAccountsByOwner ${owner} without a list`);
+    for (const entry of value)
+      if (isObject(entry) && typeof entry.pubkey === 'string') found.push(entry.pubkey);
+  }
+  return found;
+}
+
+/** Signatures of the address's successful transactions in slots [from, to], with their slots. */
+async function signatures(
+  { call, fail, commitment }: SolanaHistoryNode,
+  address: string,
+  from: number,
+  to: number,
+): Promise<Map<string, number>> {
+  const found = new Map<string, number>();
+  let before: string | undefined;
+  for (;;) {
+    const config: Json = { limit: SIGNATURE_PAGE, commitment };
+    if (before) config.before = before;
+    const page = await call('getSignaturesForAddress', [address, config]);
+    if (!Array.isArray(page)) throw fail(`answered getSignaturesForAddress ${address} without a list`);
+    let older = false;
+    for (const entry of page) {
+      const slot = asNumber(isObject(entry) ? entry.slot : undefined);
+      const signature = isObject(entry) ? entry.signature : undefined;
+      if (typeof slot !== 'number' || typeof signature !== 'string')
+        throw fail(`answered getSignaturesForAddress ${address} with an entry without slot or signature`);
+      if (slot < from) {
+        older = true;
+        break;
+      }
+      // A failed transaction moves nothing but its fee, which notifies nothing: not fetched.
+      const err = (entry as Json).err;
+      if (slot <= to && (err === null || err === undefined)) found.set(signature, slot);
+    }
+    if (older || page.length < SIGNATURE_PAGE) return found;
+    before = (page[page.length - 1] as Json).signature as string;
+  }
+}
+
+async function transaction(
+  { call, fail, commitment }: SolanaHistoryNode,
+  signature: string,
+  slot: number,
+): Promise<SolanaTransaction> {
+  const result = await call('getTransaction', [
+    signature,
+    { encoding: 'jsonParsed', maxSupportedTransactionVersion: 0, commitment },
+  ]);
+  if (!isObject(result) || asNumber(result.slot) !== slot)
+    throw fail(
+      `answered getTransaction ${signature} with no transaction of slot ${slot}: the chain changed while reading`,
+    );
+  try {
+    return solanaTransactionFromJson(result);
+  } catch (err) {
+    if (!(err instanceof MalformedSolanaTransaction)) throw err;
+    throw fail(`answered getTransaction ${signature} with a transaction that does not parse: ${err.message}`);
+  }
+}
+
+/** The hash of the block at a slot a transaction named (so it is not skipped). */
+async function blockhash({ call, fail, commitment }: SolanaHistoryNode, slot: number): Promise<string> {
+  let result: unknown;
+  try {
+    result = await call('getBlock', [
+      slot,
+      {
+        encoding: 'jsonParsed',
+        transactionDetails: 'none',
+        rewards: false,
+        maxSupportedTransactionVersion: 0,
+        commitment,
+      },
+    ]);
+  } catch (err) {
+    if (
+      err instanceof SolanaRpcError &&
+      (err.code === SLOT_SKIPPED || err.code === LONG_TERM_STORAGE_SLOT_SKIPPED)
+    )
+      throw fail(`skips slot ${slot}, which holds a transaction it named: the chain changed while reading`);
+    throw err;
+  }
+  if (!isObject(result)) throw fail(`answered getBlock ${slot} without a block`);
+  try {
+    return solanaBlockHeader(result).blockhash;
+  } catch (err) {
+    if (!(err instanceof MalformedSolanaTransaction)) throw err;
+    throw fail(`answered getBlock ${slot} with a block that does not parse: ${err.message}`);
+  }
+}
+
+/**
+ * The range's transactions of the watched addresses and of the token accounts they own, found
+ * through their signatures, in blocks by slot.
+ */
+async function bySignatures(
+  node: SolanaHistoryNode,
+  from: number,
+  to: number,
+  watched: WatchedAddresses,
+): Promise<HistoryScan<SolanaActivity>> {
+  const slotOf = new Map<string, number>();
+  for await (const page of watched.pages(ADDRESS_PAGE)) {
+    const owned = await eachBounded(page, (owner) => tokenAccounts(node, owner));
+    const asked = [...new Set([...page, ...owned.flat()])];
+    for (const found of await eachBounded(asked, (a) => signatures(node, a, from, to)))
+      for (const [signature, slot] of found) slotOf.set(signature, slot);
+  }
+  const entries = [...slotOf.entries()];
+  const txs = await eachBounded(entries, ([signature, slot]) => transaction(node, signature, slot));
+  const bySlot = new Map<number, SolanaTransaction[]>();
+  entries.forEach(([, slot], i) => {
+    bySlot.set(slot, [...(bySlot.get(slot) ?? []), txs[i]!]);
+  });
+  const slots = [...bySlot.keys()].sort((a, b) => a - b);
+  const hashes = await eachBounded(slots, (slot) => blockhash(node, slot));
+  const found = await watched.among([...new Set(txs.flatMap(addressesOf))]);
+  const blocks: ChainBlock<SolanaActivity>[] = slots.map((slot, i) => ({
+    height: slot,
+    hash: hashes[i]!,
+    // Unlinked: a signature names its slot, not the parent, and nothing here needs it.
+    parentHash: '',
+    activity: bySlot.get(slot)!,
+  }));
+  return { blocks, watched: found };
+}
+
 export function solanaHistory(options: SolanaHistoryOptions): HistorySource<SolanaActivity> {
   const { throttle } = options;
   const commitment = options.commitment ?? 'confirmed';
@@ -87,133 +238,7 @@ export function solanaHistory(options: SolanaHistoryOptions): HistorySource<Sola
     await throttle.take();
     return (await rpc.call(method, params)).result;
   }
-
-  /** The token accounts the address owns now (none when it is not a wallet). */
-  async function tokenAccounts(owner: string): Promise<string[]> {
-    const found: string[] = [];
-    for (const programId of TOKEN_PROGRAMS) {
-      // No account data: only the accounts' addresses are wanted.
-      const result = await call('getTokenAccountsByOwner', [
-        owner,
-        { programId },
-        { encoding: 'base64', dataSlice: { offset: 0, length: 0 }, commitment },
-      ]);
-      const value = isObject(result) ? result.value : undefined;
-      if (!Array.isArray(value)) throw fail(`answered getTokenAccountsByOwner ${owner} without a list`);
-      for (const entry of value)
-        if (isObject(entry) && typeof entry.pubkey === 'string') found.push(entry.pubkey);
-    }
-    return found;
-  }
-
-  /** Signatures of the address's successful transactions in slots [from, to], with their slots. */
-  async function signatures(address: string, from: number, to: number): Promise<Map<string, number>> {
-    const found = new Map<string, number>();
-    let before: string | undefined;
-    for (;;) {
-      const config: Json = { limit: SIGNATURE_PAGE, commitment };
-      if (before) config.before = before;
-      const page = await call('getSignaturesForAddress', [address, config]);
-      if (!Array.isArray(page)) throw fail(`answered getSignaturesForAddress ${address} without a list`);
-      let older = false;
-      for (const entry of page) {
-        const slot = asNumber(isObject(entry) ? entry.slot : undefined);
-        const signature = isObject(entry) ? entry.signature : undefined;
-        if (typeof slot !== 'number' || typeof signature !== 'string')
-          throw fail(`answered getSignaturesForAddress ${address} with an entry without slot or signature`);
-        if (slot < from) {
-          older = true;
-          break;
-        }
-        // A failed transaction moves nothing but its fee, which notifies nothing: not fetched.
-        const err = (entry as Json).err;
-        if (slot <= to && (err === null || err === undefined)) found.set(signature, slot);
-      }
-      if (older || page.length < SIGNATURE_PAGE) return found;
-      before = (page[page.length - 1] as Json).signature as string;
-    }
-  }
-
-  async function transaction(signature: string, slot: number): Promise<SolanaTransaction> {
-    const result = await call('getTransaction', [
-      signature,
-      { encoding: 'jsonParsed', maxSupportedTransactionVersion: 0, commitment },
-    ]);
-    if (!isObject(result) || asNumber(result.slot) !== slot)
-      throw fail(
-        `answered getTransaction ${signature} with no transaction of slot ${slot}: the chain changed while reading`,
-      );
-    try {
-      return solanaTransactionFromJson(result);
-    } catch (err) {
-      if (!(err instanceof MalformedSolanaTransaction)) throw err;
-      throw fail(
-        `answered getTransaction ${signature} with a transaction that does not parse: ${err.message}`,
-      );
-    }
-  }
-
-  /** The hash of the block at a slot a transaction named (so it is not skipped). */
-  async function blockhash(slot: number): Promise<string> {
-    let result: unknown;
-    try {
-      result = await call('getBlock', [
-        slot,
-        {
-          encoding: 'jsonParsed',
-          transactionDetails: 'none',
-          rewards: false,
-          maxSupportedTransactionVersion: 0,
-          commitment,
-        },
-      ]);
-    } catch (err) {
-      if (
-        err instanceof SolanaRpcError &&
-        (err.code === SLOT_SKIPPED || err.code === LONG_TERM_STORAGE_SLOT_SKIPPED)
-      )
-        throw fail(`skips slot ${slot}, which holds a transaction it named: the chain changed while reading`);
-      throw err;
-    }
-    if (!isObject(result)) throw fail(`answered getBlock ${slot} without a block`);
-    try {
-      return solanaBlockHeader(result).blockhash;
-    } catch (err) {
-      if (!(err instanceof MalformedSolanaTransaction)) throw err;
-      throw fail(`answered getBlock ${slot} with a block that does not parse: ${err.message}`);
-    }
-  }
-
-  async function bySignatures(
-    from: number,
-    to: number,
-    watched: WatchedAddresses,
-  ): Promise<HistoryScan<SolanaActivity>> {
-    const slotOf = new Map<string, number>();
-    for await (const page of watched.pages(ADDRESS_PAGE)) {
-      const owned = await eachBounded(page, tokenAccounts);
-      const asked = [...new Set([...page, ...owned.flat()])];
-      for (const found of await eachBounded(asked, (a) => signatures(a, from, to)))
-        for (const [signature, slot] of found) slotOf.set(signature, slot);
-    }
-    const entries = [...slotOf.entries()];
-    const txs = await eachBounded(entries, ([signature, slot]) => transaction(signature, slot));
-    const bySlot = new Map<number, SolanaTransaction[]>();
-    entries.forEach(([, slot], i) => {
-      bySlot.set(slot, [...(bySlot.get(slot) ?? []), txs[i]!]);
-    });
-    const slots = [...bySlot.keys()].sort((a, b) => a - b);
-    const hashes = await eachBounded(slots, blockhash);
-    const found = await watched.among([...new Set(txs.flatMap(addressesOf))]);
-    const blocks: ChainBlock<SolanaActivity>[] = slots.map((slot, i) => ({
-      height: slot,
-      hash: hashes[i]!,
-      // Unlinked: a signature names its slot, not the parent, and nothing here needs it.
-      parentHash: '',
-      activity: bySlot.get(slot)!,
-    }));
-    return { blocks, watched: found };
-  }
+  const node: SolanaHistoryNode = { call, fail, commitment };
 
   const rate = `at most ${throttle.perSecond || 'unlimited'} requests/s`;
   return {
@@ -243,7 +268,7 @@ export function solanaHistory(options: SolanaHistoryOptions): HistorySource<Sola
     scan(from, to, watched) {
       return watched.count > SIGNATURES_MAX
         ? scanBlocks({ source, throttle, addressesOf, where: rpc.host }, from, to, watched)
-        : bySignatures(from, to, watched);
+        : bySignatures(node, from, to, watched);
     },
   };
 }

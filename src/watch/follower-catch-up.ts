@@ -1,0 +1,84 @@
+/**
+ * A follower's round (follower.ts): every block up to the node's head processed in order, read
+ * ahead while the ones before commit, a reorganisation handled where the chain no longer links.
+ */
+import type { BlockSource, ChainTip } from '../chains/source.js';
+import type { Db } from '../store/db.js';
+import type { ChainState, Cursor } from './chain-state.js';
+import type { BlockCommitter } from './follower-commit.js';
+import type { ReorgHandler } from './follower-reorg.js';
+import { createReadAhead } from './read-ahead.js';
+import type { Releaser } from './release.js';
+
+/** Most blocks written in one transaction while catching up (as many as are read ahead). */
+const MAX_BLOCKS_PER_COMMIT = 8;
+
+export interface CatchUpDeps<Activity> {
+  db: Db;
+  source: BlockSource<Activity>;
+  /** Blocks read ahead of the one being committed (default 8: what a node serves at once). */
+  fetchAhead?: number;
+  state: ChainState;
+  releaser: Releaser;
+  /** The follower's status: the head seen and the last block processed are set here. */
+  status: { height: number | null; head: number | null };
+  /** False once the follower stops or loses its lock: the round ends after the block at hand. */
+  following: () => boolean;
+  commit: BlockCommitter<Activity>['commit'];
+  reorgs: ReorgHandler;
+}
+
+/** The round: processes every block up to the node's head, reading ahead while it commits. */
+export function createCatchUp<Activity>(deps: CatchUpDeps<Activity>): () => Promise<void> {
+  const { db, source, state, releaser, status, following, commit } = deps;
+  const { reorganise, tipReplaced } = deps.reorgs;
+
+  /** A new network starts at the current head: history before the first start is not replayed. */
+  async function initialise(tip: ChainTip): Promise<Cursor> {
+    const block = await source.block(tip.height);
+    if (!block) throw new Error(`the node reported block ${tip.height} as its tip but does not serve it`);
+    return state.initialise(block);
+  }
+
+  /** Processes every block up to the node's head, reading ahead while it commits. */
+  async function catchUp(): Promise<void> {
+    const tip = await source.tip();
+    const head = tip.height;
+    status.head = head;
+    let at = (await state.cursor()) ?? (await initialise(tip));
+    if (await tipReplaced(tip, at)) at = await reorganise(at, head);
+    const ahead = createReadAhead(source, deps.fetchAhead ?? 8);
+    try {
+      while (following() && at.height < head) {
+        const block = await ahead.next(at.height + 1, head);
+        // Shorter than the head it reported: the node is switching branches; look again next round.
+        if (!block) break;
+        if (block.parentHash !== at.hash) {
+          ahead.discard();
+          at = await reorganise(at, head);
+          continue;
+        }
+        // Blocks read ahead and already there that continue it are written with it; none is
+        // waited for, so a block is never held back for the next one.
+        const blocks = [block];
+        for (let last = block; blocks.length < MAX_BLOCKS_PER_COMMIT && last.height < head; ) {
+          const next = ahead.arrived(last.height + 1);
+          if (!next || next.parentHash !== last.hash) break;
+          blocks.push((await ahead.next(next.height, head))!);
+          last = next;
+        }
+        await commit(blocks, head);
+        const last = blocks[blocks.length - 1]!;
+        at = { height: last.height, hash: last.hash };
+        status.height = at.height;
+      }
+    } finally {
+      ahead.discard();
+    }
+    status.height = at.height;
+    // Confirmations count from the head, which may move without a block of ours to process.
+    await db.transaction((tx) => releaser.release(tx, head));
+  }
+
+  return catchUp;
+}
