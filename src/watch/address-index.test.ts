@@ -199,6 +199,21 @@ describe('the address index', () => {
     expect(index.size()).toBe(3);
   });
 
+  test('keys longer than the scratch buffer (100-character ids and addresses) are found as they were added', () => {
+    // The first key past 85 characters replaces the encoder's buffer: a lookup that read the old
+    // buffer before encoding into the new one would find nothing.
+    const long = (c: string) => c.repeat(100);
+    const subscription = watched('ALGO', long('A'), { id: long('i') });
+    const index = createAddressIndex(familyOf);
+    index.apply({ type: 'upsert', subscription });
+    expect(index.lookup('ALGO', long('A'))).toEqual([subscription]);
+    index.apply({ type: 'addresses', id: long('i'), add: [long('B')], remove: [] });
+    expect(index.lookup('ALGO', long('B'))).toEqual([{ ...subscription, address: long('B') }]);
+    index.apply({ type: 'remove', id: long('i') });
+    expect(index.size()).toBe(0);
+    expect(index.lookup('ALGO', long('A'))).toEqual([]);
+  });
+
   test('many addresses through growth, half removed and added back, against a Map of them', () => {
     const index = createAddressIndex(familyOf);
     const reference = new Map<string, WatchedSubscription>();

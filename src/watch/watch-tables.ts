@@ -89,7 +89,9 @@ export function createWatchTables(familyOf: (network: string) => Family | undefi
   }
 
   function find(id: string): number {
-    return ids.find(key.bytes, idKey(key, id));
+    // Encoded first: a long key replaces `key.bytes`, which must be read after.
+    const length = idKey(key, id);
+    return ids.find(key.bytes, length);
   }
 
   return {
@@ -100,7 +102,8 @@ export function createWatchTables(familyOf: (network: string) => Family | undefi
      * it watches nothing until addresses are added (an address is an address of one network).
      */
     upsert(s: WatchedEndpoint): number {
-      const subscription = ids.add(key.bytes, idKey(key, s.id));
+      const length = idKey(key, s.id);
+      const subscription = ids.add(key.bytes, length);
       const table = networkTable(s.network);
       if (ids.added) lists.emptyList(subscription);
       else {
@@ -143,7 +146,8 @@ export function createWatchTables(familyOf: (network: string) => Family | undefi
     lookup(network: string, address: string): readonly WatchedSubscription[] {
       const table = networksByName.get(network);
       if (!table || table.addresses.size === 0) return EMPTY;
-      const entry = table.addresses.find(key.bytes, addressKey(key, address, 0, address.length, table.evm));
+      const length = addressKey(key, address, 0, address.length, table.evm);
+      const entry = table.addresses.find(key.bytes, length);
       return entry === NONE ? EMPTY : materialise(table, entry);
     },
     networks(): string[] {
