@@ -454,6 +454,7 @@ function createServiceMetrics(
     followers: () => parts.watcher?.status() ?? [],
     mempools: () => parts.watcher?.mempoolStatus() ?? [],
     watchedAddresses: () => parts.watcher?.addressCounts() ?? {},
+    mismatchedLogs: () => parts.watcher?.mismatchedLogs() ?? {},
     ...(anchoredOn ? { anchoring: () => anchorStats(store.db) } : {}),
     anchorer: () => parts.anchorer?.status(),
   });

@@ -13,6 +13,8 @@ export interface MetricSources {
   mempools?: () => MempoolStatus[];
   /** Distinct watched addresses per network. */
   watchedAddresses?: () => Record<string, number>;
+  /** Per network, logs that matched a followed event's topic0 but do not fit its ABI. */
+  mismatchedLogs?: () => Record<string, number>;
   outbox?: () => Promise<OutboxStats>;
   /** Subscriptions by state: active, disabled, deleted. */
   subscriptions?: () => Promise<Record<string, number>>;
@@ -198,6 +200,16 @@ function registerFollowerMetrics(registry: Registry, sources: MetricSources): vo
       for (const s of followers()) this.inc({ network: s.network, component: 'follower' }, s.errors);
       for (const s of sources.mempools?.() ?? [])
         this.inc({ network: s.network, component: 'mempool' }, s.errors);
+    },
+  });
+  new Counter({
+    name: 'ledgerhook_contract_logs_not_fitting_total',
+    help: 'Logs whose topic0 matched a followed contract event but whose topics or data do not fit its ABI (an ERC-721 Transfer against ERC-20’s): not that event, not notified',
+    labelNames: ['network'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [network, n] of Object.entries(sources.mismatchedLogs?.() ?? {})) this.inc({ network }, n);
     },
   });
   new Gauge({

@@ -108,6 +108,53 @@ const AddressTransactionReorgEvent = Type.Intersect(
   },
 );
 
+const Hex = (description: string) => Type.String({ pattern: '^0x[0-9a-f]*$', description });
+
+const ContractLogEvent = Type.Object(
+  {
+    chain: Type.String({ description: 'The network’s name (ETH, BASE, DEVNET…)' }),
+    contractAddress: Type.String({ description: 'The contract that emitted the log, EIP-55 checksummed' }),
+    txId: Type.String({ description: 'The transaction that emitted it' }),
+    blockNumber: Type.Integer({ minimum: 0 }),
+    blockHash: Type.String(),
+    logIndex: Type.Integer({ minimum: 0, description: 'The log’s position in its block' }),
+    event: Type.Optional(
+      Type.String({ description: 'The event’s name (absent for a subscription made with a bare topic0)' }),
+    ),
+    signature: Type.Optional(
+      Type.String({
+        description:
+          'The canonical signature, `Transfer(address,address,uint256)` (absent for a bare topic0)',
+      }),
+    ),
+    topics: Type.Array(Hex('A 32-byte topic'), { description: 'As the node returned them, lower-case hex' }),
+    data: Hex('The log’s data as the node returned it, lower-case hex (`0x` when empty)'),
+    args: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), {
+        description:
+          'The arguments decoded by name (`arg0`, `arg1`… where the ABI names none): integers as decimal strings, addresses checksummed, bytes as hex, bool, string, arrays as arrays, tuples as objects by component name; an indexed string, bytes, array or tuple as its topic hash. Absent for a bare topic0',
+      }),
+    ),
+    id: Type.String({
+      format: 'uuid',
+      description: 'The notification id, equal to the `webhook-id` header; deduplicate on it',
+    }),
+    subscriptionId: Type.String({ format: 'uuid' }),
+    confirmations: Type.Integer({ minimum: 1, description: 'Depth of the block when notified' }),
+    reorg: Type.Optional(
+      Type.Literal(true, {
+        description:
+          'Event `contract.log.reorg`: this withdraws an earlier notification (same body, new id) whose block left the canonical chain',
+      }),
+    ),
+    backfill: Type.Optional(Type.Literal(true, { description: 'Sent by a backfill of past blocks' })),
+  },
+  {
+    description:
+      'A log a followed contract event matched (CONTRACT_LOG_EVENT subscriptions; events `contract.log`, and `contract.log.reorg` with `reorg: true`)',
+  },
+);
+
 const TestEvent = Type.Intersect(
   [
     ref('AddressTransactionEvent'),
@@ -174,6 +221,7 @@ const WebhookEvent = Type.Union(
   [
     ref('AddressTransactionEvent'),
     ref('AddressTransactionReorgEvent'),
+    ref('ContractLogEvent'),
     ref('TestEvent'),
     ref('RegistryCreatedEvent'),
     ref('RegistryAnchoredEvent'),
@@ -181,7 +229,7 @@ const WebhookEvent = Type.Union(
   ],
   {
     description:
-      'Any webhook body. Registry events have a `type` of `registry.*`; address notifications have `type` `native` or `token`, with `reorg: true` on a withdrawal and `test: true` on a sample',
+      'Any webhook body. Registry events have a `type` of `registry.*`; address notifications have `type` `native` or `token`, with `reorg: true` on a withdrawal and `test: true` on a sample; contract events have `contractAddress`, `topics` and `data`',
   },
 );
 
@@ -190,6 +238,7 @@ export const WEBHOOK_SCHEMAS: Record<string, TSchema> = {
   WebhookEvent,
   AddressTransactionEvent,
   AddressTransactionReorgEvent,
+  ContractLogEvent,
   TestEvent,
   RegistryCreatedEvent,
   RegistryAnchoredEvent,

@@ -13,6 +13,7 @@ import {
   uuid,
 } from 'drizzle-orm/pg-core';
 import { accounts } from '../accounts/schema.js';
+import type { FollowedEvent } from '../chains/evm/events.js';
 import type { Sealed } from '../secrets/envelope.js';
 import type { SignatureScheme } from './signing.js';
 
@@ -25,9 +26,22 @@ export interface PreviousSecret {
 }
 
 /**
+ * What a CONTRACT_LOG_EVENT subscription follows: the event (its ABI and compiled filter), on any
+ * contract or on those of its address list, and the filter as its owner gave it (shown on GET).
+ */
+export interface ContractEventSpec {
+  event: FollowedEvent;
+  /** No contract list: any contract that emits the event (Tatum's CONTRACT_LOG_EVENT). */
+  anyContract: boolean;
+  /** `attr.filter` as given, values normalised (addresses EIP-55); null without one. */
+  filter: Record<string, unknown> | null;
+}
+
+/**
  * A webhook endpoint and what it listens to (written by the subscriptions domain, read here by
- * delivery, which needs its URL, secrets, acknowledgement and state): an address on a network (ADDRESS_TRANSACTION) or the
- * events of one registry (REGISTRY_EVENTS). The signing secret (or ed25519 private key) and the
+ * delivery, which needs its URL, secrets, acknowledgement and state): an address on a network
+ * (ADDRESS_TRANSACTION), an event of contracts (CONTRACT_LOG_EVENT) or the events of one registry
+ * (REGISTRY_EVENTS). The signing secret (or ed25519 private key) and the
  * callback token are sealed with the master key; they are shown once, at creation or rotation
  * (a private key never: its public key is shown instead).
  */
@@ -46,6 +60,8 @@ export const subscriptions = pgTable(
     mempool: boolean('mempool').notNull().default(false),
     /** EVM: also a `type: "fee"` notification for each mined transaction the address sent. */
     fees: boolean('fees').notNull().default(false),
+    /** CONTRACT_LOG_EVENT: the event followed; its contracts are its addresses. */
+    contractEvent: jsonb('contract_event').$type<ContractEventSpec>(),
     confirmations: integer('confirmations').notNull().default(1),
     ack: text('ack').notNull().default('status'),
     /** hmac (`whsec_` secrets, `v1` signatures) or ed25519 (`whsk_` keys, `v1a` signatures). */

@@ -24,6 +24,7 @@ import {
   ADDRESS_TRANSACTION,
   type AddressChangeInput,
   type AddressChangeResult,
+  CONTRACT_LOG_EVENT,
   type SubscriptionRow,
   type WatchedAddressView,
 } from './model.js';
@@ -32,9 +33,16 @@ import { subscriptionAddresses, subscriptions } from './schema.js';
 /** Addresses one request may add and remove, together (create: in `attr.addresses`). */
 export const MAX_ADDRESSES_PER_CALL = 100_000;
 
-/** The network of an address subscription; any other kind has no addresses (409). */
+/**
+ * The network of an address subscription, or of an event subscription's contracts; any other kind
+ * has no addresses (409), nor has an event followed on any contract.
+ */
 function addressNetwork(networks: NetworkCatalog, row: SubscriptionRow): Network {
-  if (row.type !== ADDRESS_TRANSACTION)
+  if (row.type === CONTRACT_LOG_EVENT && row.contractEvent?.anyContract)
+    throw new ConflictError(
+      `Subscription ${row.id} follows its event on any contract; create one with attr.contractAddress or attr.addresses to follow it on some`,
+    );
+  if (row.type !== ADDRESS_TRANSACTION && row.type !== CONTRACT_LOG_EVENT)
     throw new ConflictError(`Subscription ${row.id} is a ${row.type} subscription; it watches no addresses`);
   const network = networks.find(row.network ?? '');
   if (!network) throw new ConflictError(`Network ${row.network} is no longer configured`);

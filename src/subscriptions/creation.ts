@@ -12,10 +12,12 @@ import { canonicalJson } from '../idempotency/service.js';
 import { tokenContext } from '../notify/dispatcher.js';
 import type { Db } from '../store/db.js';
 import type { SubscriptionsContext } from './context.js';
-import type { SubscriptionChange } from './events.js';
+import { eventFieldsOnAddressCreate, validateEventCreate } from './event-validation.js';
+import type { ContractEventSpec, SubscriptionChange } from './events.js';
 import { announce, insertAddresses, invalidAddresses, newSigningSecret, normalizeAll } from './helpers.js';
 import {
   ADDRESS_TRANSACTION,
+  CONTRACT_LOG_EVENT,
   type CreatedSubscription,
   type CreateSubscriptionInput,
   REGISTRY_EVENTS,
@@ -81,15 +83,30 @@ async function insertEndpoint(
   return { id, callbackToken: token, ...shown };
 }
 
+/** What a valid create request inserts: its kind, network, addresses and endpoint options. */
+interface CreatePlan {
+  type: typeof ADDRESS_TRANSACTION | typeof CONTRACT_LOG_EVENT;
+  net: Network;
+  /** The addresses watched, or the contracts an event is followed on; normalised, no repeats. */
+  addresses: string[];
+  /** The one address (or contract) of a subscription made with one, not a list. */
+  single: string | undefined;
+  mempool: boolean;
+  fees: boolean;
+  contractEvent?: ContractEventSpec;
+}
+
 /**
- * The network of a create request and its addresses, normalised (repeats dropped); otherwise a
- * ValidationError naming every problem of the request at once.
+ * The network of an address create request and its addresses, normalised (repeats dropped);
+ * problems are pushed to `errors`.
  */
-function validateCreate(
+function validateAddressCreate(
   networks: NetworkCatalog,
   input: CreateSubscriptionInput,
-): { net: Network; addresses: string[] } {
-  const errors: FieldError[] = [];
+  errors: FieldError[],
+  invalid: { count: number },
+): CreatePlan | undefined {
+  errors.push(...eventFieldsOnAddressCreate(input));
   const network = networks.find(input.attr.chain);
   const { address: one, addresses: many } = input.attr;
   if (one !== undefined && many !== undefined)
@@ -100,7 +117,6 @@ function validateCreate(
   else if (one === undefined && many === undefined)
     errors.push({ pointer: '#/attr/address', detail: 'is required (or attr.addresses, a list)' });
   let addresses: string[] = [];
-  const invalid = { count: 0 };
   if (!network) {
     errors.push({
       pointer: '#/attr/chain',
@@ -126,11 +142,43 @@ function validateCreate(
       });
     }
   }
-  if (errors.length > 0)
+  if (errors.length > 0 || !network) return undefined;
+  return {
+    type: ADDRESS_TRANSACTION,
+    net: network,
+    addresses,
+    single: many === undefined ? addresses[0]! : undefined,
+    mempool: input.mempool ?? network.family === 'evm',
+    fees: input.attr.fees === true,
+  };
+}
+
+/**
+ * What a create request inserts, its addresses normalised; otherwise a ValidationError naming
+ * every problem of the request at once.
+ */
+function validateCreate(networks: NetworkCatalog, input: CreateSubscriptionInput): CreatePlan {
+  const errors: FieldError[] = [];
+  const invalid = { count: 0 };
+  let plan: CreatePlan | undefined;
+  if (input.type === CONTRACT_LOG_EVENT) {
+    const valid = validateEventCreate(networks, input, errors, invalid);
+    if (valid)
+      plan = {
+        type: CONTRACT_LOG_EVENT,
+        net: valid.net,
+        addresses: valid.contracts,
+        single: valid.single,
+        mempool: false,
+        fees: false,
+        contractEvent: valid.spec,
+      };
+  } else plan = validateAddressCreate(networks, input, errors, invalid);
+  if (errors.length > 0 || !plan)
     throw invalid.count > 1
-      ? invalidAddresses(errors, invalid.count, many?.length ?? 1)
+      ? invalidAddresses(errors, invalid.count, input.attr.addresses?.length ?? 1)
       : new ValidationError('Invalid subscription', errors);
-  return { net: network!, addresses };
+  return plan;
 }
 
 export function createSubscriptionCreation(ctx: SubscriptionsContext) {
@@ -146,32 +194,35 @@ export function createSubscriptionCreation(ctx: SubscriptionsContext) {
 
   return {
     /**
-     * Watches an address, or a list of them. With an idempotency key the same request within 24 h
-     * answers as the first did (secret included); a live subscription of the same one address and
-     * URL is a conflict (lists are not checked: see README, "Address lists").
+     * Watches an address, or a list of them, or follows a contract event. With an idempotency key
+     * the same request within 24 h answers as the first did (secret included); a live subscription
+     * of the same one address and URL is a conflict (lists and events are not checked: see
+     * README, "Address lists").
      */
     async create(
       accountId: string,
       input: CreateSubscriptionInput,
       idempotencyKey?: string,
     ): Promise<{ body: CreatedSubscription; replayed: boolean }> {
-      const { net, addresses } = validateCreate(networks, input);
-      const { addresses: many } = input.attr;
+      const plan = validateCreate(networks, input);
+      const { net, addresses, single } = plan;
       await checkUrl(input.attr.url, '#/attr/url');
       const endpoint = {
         accountId,
         network: net.name,
         confirmations: input.confirmations ?? net.defaultConfirmations,
-        mempool: input.mempool ?? net.family === 'evm',
-        fees: input.attr.fees === true,
+        mempool: plan.mempool,
+        fees: plan.fees,
+        ...(plan.contractEvent ? { contractEvent: plan.contractEvent } : {}),
       };
-      const single = many === undefined ? addresses[0]! : undefined;
       const change = (id: string): SubscriptionChange =>
         single === undefined
           ? { type: 'upsert', subscription: { id, ...endpoint }, addresses }
           : { type: 'upsert', subscription: { id, ...endpoint, address: single } };
       const insert = async (tx: Db): Promise<CreatedSubscription> => {
-        if (single !== undefined) {
+        // One address watched twice to one URL is a mistake; an event may well be followed with
+        // two filters, or twice while a receiver moves: not checked.
+        if (single !== undefined && plan.type === ADDRESS_TRANSACTION) {
           const existing = await findDuplicate(
             tx,
             accountId,
@@ -192,7 +243,7 @@ export function createSubscriptionCreation(ctx: SubscriptionsContext) {
             ...endpoint,
             address: single ?? null,
             addressCount: addresses.length,
-            type: ADDRESS_TRANSACTION,
+            type: plan.type,
             url: input.attr.url,
             ack: input.ack ?? 'status',
             signature: input.signature ?? 'hmac',

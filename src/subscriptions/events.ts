@@ -1,3 +1,7 @@
+import type { ContractEventSpec } from '../notify/schema.js';
+
+export type { ContractEventSpec };
+
 /** What a subscription's notifications need to know of it, whichever addresses it watches. */
 export interface WatchedEndpoint {
   id: string;
@@ -7,6 +11,11 @@ export interface WatchedEndpoint {
   mempool: boolean;
   /** EVM: also a `type: "fee"` notification for each mined transaction the address sent. */
   fees?: boolean;
+  /**
+   * A CONTRACT_LOG_EVENT subscription: the event it follows. Its addresses are then the contracts
+   * it follows the event on (none and `anyContract`: any contract).
+   */
+  contractEvent?: ContractEventSpec;
 }
 
 /** A subscription as a lookup finds it: `address` is the one of its addresses that matched. */

@@ -19,6 +19,7 @@ import {
   type SubscriptionNotice,
 } from './events.js';
 import {
+  CONTRACT_LOG_EVENT,
   REGISTRY_EVENTS,
   type SubscriptionRow,
   type SubscriptionView,
@@ -106,14 +107,35 @@ export function invalidAddresses(errors: FieldError[], invalid: number, total: n
   return new ValidationError(`${invalid} of ${total} addresses are invalid; nothing was changed`, errors);
 }
 
+/** An event subscription's attr: the event, where it is followed, and its filter as given. */
+function eventAttr(row: SubscriptionRow): SubscriptionView['attr'] {
+  const { event, anyContract, filter } = row.contractEvent!;
+  return {
+    chain: row.network ?? '',
+    url: row.url,
+    // A bare topic0 subscription has no ABI, and every other has one.
+    event: event.abi ?? event.topic0!,
+    ...(event.signature === null ? {} : { signature: event.signature }),
+    topic0: event.topic0,
+    ...(anyContract
+      ? { anyContract: true }
+      : row.address !== null
+        ? { contractAddress: row.address }
+        : { addressCount: row.addressCount }),
+    ...(filter === null ? {} : { filter }),
+  };
+}
+
 export function toView(ctx: SubscriptionsContext, row: SubscriptionRow): SubscriptionView {
   // One address as Tatum shows it; a list by its size (GET …/addresses lists it).
   const attr: SubscriptionView['attr'] =
-    row.type === REGISTRY_EVENTS
-      ? { registryId: row.registryId ?? '', url: row.url }
-      : row.address !== null
-        ? { address: row.address, chain: row.network ?? '', url: row.url }
-        : { chain: row.network ?? '', url: row.url, addressCount: row.addressCount };
+    row.type === CONTRACT_LOG_EVENT && row.contractEvent
+      ? eventAttr(row)
+      : row.type === REGISTRY_EVENTS
+        ? { registryId: row.registryId ?? '', url: row.url }
+        : row.address !== null
+          ? { address: row.address, chain: row.network ?? '', url: row.url }
+          : { chain: row.network ?? '', url: row.url, addressCount: row.addressCount };
   if (row.fees) attr.fees = true;
   return {
     id: row.id,

@@ -7,11 +7,25 @@ import type { subscriptions } from './schema.js';
 
 export const ADDRESS_TRANSACTION = 'ADDRESS_TRANSACTION';
 export const REGISTRY_EVENTS = 'REGISTRY_EVENTS';
+export const CONTRACT_LOG_EVENT = 'CONTRACT_LOG_EVENT';
 
 export interface CreateSubscriptionInput {
-  type: typeof ADDRESS_TRANSACTION;
-  /** `address` (one) or `addresses` (a list, managed by /subscription/{id}/addresses). */
-  attr: { address?: string; addresses?: string[]; chain: string; url: string; fees?: boolean };
+  type: typeof ADDRESS_TRANSACTION | typeof CONTRACT_LOG_EVENT;
+  /**
+   * ADDRESS_TRANSACTION: `address` (one) or `addresses` (a list, managed by
+   * /subscription/{id}/addresses). CONTRACT_LOG_EVENT: `event`, on `contractAddress` (one),
+   * `addresses` (a list of contracts) or neither (any contract), `filter` on indexed arguments.
+   */
+  attr: {
+    address?: string;
+    addresses?: string[];
+    chain: string;
+    url: string;
+    fees?: boolean;
+    event?: unknown;
+    contractAddress?: string;
+    filter?: unknown;
+  };
   mempool?: boolean;
   confirmations?: number;
   ack?: 'status' | '2xx';
@@ -60,6 +74,18 @@ export interface SubscriptionView {
     url: string;
     registryId?: string;
     fees?: boolean;
+    /** CONTRACT_LOG_EVENT: the event's ABI fragment, or the bare topic0 it was made with. */
+    event?: object | string;
+    /** CONTRACT_LOG_EVENT with an ABI: the canonical signature. */
+    signature?: string;
+    /** CONTRACT_LOG_EVENT: topic0 (null for an anonymous event). */
+    topic0?: string | null;
+    /** CONTRACT_LOG_EVENT with one contract. */
+    contractAddress?: string;
+    /** CONTRACT_LOG_EVENT: the filter as given (absent without one). */
+    filter?: Record<string, unknown>;
+    /** CONTRACT_LOG_EVENT: true when it follows the event on any contract. */
+    anyContract?: boolean;
   };
   mempool: boolean;
   confirmations: number;

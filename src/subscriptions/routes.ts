@@ -15,6 +15,7 @@ import { parseIdempotencyKey } from '../idempotency/service.js';
 import { SIGNATURE_SCHEMES } from '../notify/signing.js';
 import {
   ADDRESS_TRANSACTION,
+  CONTRACT_LOG_EVENT,
   type CreateSubscriptionInput,
   type LogFilter,
   MAX_ADDRESSES_PER_CALL,
@@ -52,9 +53,23 @@ const PUBLIC_KEY_DESCRIPTION =
   'ed25519 only: `whpk_` + base64 of the 32-byte Ed25519 public key that verifies the `v1a` entries of `webhook-signature` (over `webhook-id.webhook-timestamp.body`). Public: shown on every GET; it changes only by rotate-secret';
 const PublicKey = Type.String({ pattern: '^whpk_[A-Za-z0-9+/]{43}=$', description: PUBLIC_KEY_DESCRIPTION });
 
+/** A JSON ABI fragment of an event, as in a compiler's ABI array (checked further by viem). */
+const AbiEventFragment = Type.Object(
+  {},
+  {
+    additionalProperties: true,
+    description:
+      'A JSON ABI fragment of an event: {"type": "event", "name", "inputs": [{"name", "type", "indexed", "components"?}], "anonymous"?}',
+  },
+);
+
 const CreateBody = Type.Object(
   {
-    type: Type.Enum([ADDRESS_TRANSACTION], { type: 'string' }),
+    type: Type.Enum([ADDRESS_TRANSACTION, CONTRACT_LOG_EVENT], {
+      type: 'string',
+      description:
+        'ADDRESS_TRANSACTION: value moving to or from addresses. CONTRACT_LOG_EVENT (EVM): an event emitted by contracts, decoded',
+    }),
     attr: Type.Object(
       {
         address: Type.Optional(
@@ -86,10 +101,39 @@ const CreateBody = Type.Object(
               'EVM only (default false): also a `type: "fee"` notification for each mined transaction a watched address sent, `failed: true` when it reverted (Tatum’s PAID_FEE and OUTGOING_FAILED_TX). Elsewhere a notification’s amount already includes the fee',
           }),
         ),
+        event: Type.Optional(
+          Type.Union([Type.String({ minLength: 1, maxLength: 4096 }), AbiEventFragment], {
+            description:
+              'CONTRACT_LOG_EVENT (required): the event as a human-readable ABI signature (`event Transfer(address indexed from, address indexed to, uint256 value)`), a JSON ABI fragment, or a bare topic0 (`0x` + 64 hex digits: nothing decoded, the body carries the raw topics and data)',
+          }),
+        ),
+        contractAddress: Type.Optional(
+          Type.String({
+            minLength: 1,
+            maxLength: 128,
+            description:
+              'CONTRACT_LOG_EVENT: the one contract whose events are followed. Or `addresses` (a list of contracts), or neither: any contract that emits the event',
+          }),
+        ),
+        filter: Type.Optional(
+          Type.Object(
+            {},
+            {
+              additionalProperties: true,
+              description:
+                'CONTRACT_LOG_EVENT with an ABI: equality on indexed arguments by name, each a value or a list of values (any of them), given plain: an address, a decimal string for integers, true/false, hex for bytes, the string itself (indexed string, bytes and arrays are compared by their keccak-256 hash, as the topic holds them)',
+            },
+          ),
+        ),
       },
       { additionalProperties: false },
     ),
-    mempool: Type.Optional(Type.Boolean({ description: 'EVM only; default true there' })),
+    mempool: Type.Optional(
+      Type.Boolean({
+        description:
+          'EVM address subscriptions only; default true there. Contract events come from mined blocks',
+      }),
+    ),
     confirmations: Type.Optional(
       Type.Integer({ minimum: 1, maximum: 1000, description: 'Default 1 (EVM), 2 (UTXO)' }),
     ),
@@ -107,7 +151,7 @@ const CreateBody = Type.Object(
 
 const Subscription = Type.Object({
   id: Type.String({ format: 'uuid' }),
-  type: Type.String({ enum: [ADDRESS_TRANSACTION, REGISTRY_EVENTS] }),
+  type: Type.String({ enum: [ADDRESS_TRANSACTION, CONTRACT_LOG_EVENT, REGISTRY_EVENTS] }),
   attr: Type.Object(
     {
       address: Type.Optional(
@@ -120,10 +164,42 @@ const Subscription = Type.Object({
       fees: Type.Optional(
         Type.Boolean({ description: 'Present (true) when fee notifications were asked for' }),
       ),
+      event: Type.Optional(
+        Type.Union([Type.String(), AbiEventFragment], {
+          description:
+            'CONTRACT_LOG_EVENT: the event as viem parsed it (a JSON ABI fragment), or the bare topic0 it was made with',
+        }),
+      ),
+      signature: Type.Optional(
+        Type.String({
+          description: 'CONTRACT_LOG_EVENT with an ABI: canonical, `Transfer(address,address,uint256)`',
+        }),
+      ),
+      topic0: Type.Optional(
+        Type.Union([Type.String(), Type.Null()], {
+          description: 'CONTRACT_LOG_EVENT: the event’s topic0; null for an anonymous event',
+        }),
+      ),
+      contractAddress: Type.Optional(
+        Type.String({
+          description: 'CONTRACT_LOG_EVENT made with one contract, never changed through /addresses',
+        }),
+      ),
+      anyContract: Type.Optional(
+        Type.Boolean({
+          description: 'CONTRACT_LOG_EVENT: present (true) when any contract’s event is followed',
+        }),
+      ),
+      filter: Type.Optional(
+        Type.Object(
+          {},
+          { additionalProperties: true, description: 'CONTRACT_LOG_EVENT: the filter as given' },
+        ),
+      ),
     },
     {
       description:
-        'ADDRESS_TRANSACTION: {chain, url, addressCount}, with `address` when made with one address and never changed through /addresses; REGISTRY_EVENTS: {registryId, url}',
+        'ADDRESS_TRANSACTION: {chain, url, addressCount}, with `address` when made with one address and never changed through /addresses; CONTRACT_LOG_EVENT: {chain, url, event, signature, topic0, filter} and `contractAddress`, `addressCount` (a list of contracts) or `anyContract`; REGISTRY_EVENTS: {registryId, url}',
     },
   ),
   mempool: Type.Boolean(),
@@ -284,7 +360,9 @@ function registerCrudRoutes(app: FastifyInstance, subscriptions: Subscriptions):
           'Deleted subscriptions are listed only with `status=deleted`. `chain` narrows the list to one network (an unknown one is 400 listing the configured networks).',
         querystring: Type.Object(
           {
-            type: Type.Optional(Type.Enum([ADDRESS_TRANSACTION, REGISTRY_EVENTS], { type: 'string' })),
+            type: Type.Optional(
+              Type.Enum([ADDRESS_TRANSACTION, CONTRACT_LOG_EVENT, REGISTRY_EVENTS], { type: 'string' }),
+            ),
             status: Type.Optional(Type.Enum(['active', 'disabled', 'deleted'], { type: 'string' })),
             chain: Type.Optional(
               Type.String({

@@ -20,6 +20,7 @@ export {
   type AddressChangeInput,
   type AddressChangeResult,
   type AttemptView,
+  CONTRACT_LOG_EVENT,
   type CreatedSubscription,
   type CreateSubscriptionInput,
   type LogFilter,

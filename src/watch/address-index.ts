@@ -1,7 +1,13 @@
 import { sql } from 'drizzle-orm';
 import type { Family } from '../chains/networks.js';
 import type { Db } from '../store/db.js';
-import type { SubscriptionChange, WatchedEndpoint, WatchedSubscription } from '../subscriptions/events.js';
+import type {
+  ContractEventSpec,
+  SubscriptionChange,
+  WatchedEndpoint,
+  WatchedSubscription,
+} from '../subscriptions/events.js';
+import { createEventIndex, type EventIndex, type LogAddressAndTopics } from './event-index.js';
 import { createWatchTables, NONE, type WatchTables } from './watch-tables.js';
 
 /**
@@ -33,6 +39,8 @@ export function createAddressIndex(
     addresses: pages.addresses ?? DEFAULT_ADDRESS_PAGE,
   };
   let tables = createWatchTables(familyOf);
+  /** The contract events followed (CONTRACT_LOG_EVENT), loaded and changed with the addresses. */
+  let events = createEventIndex(familyOf);
   /**
    * Per load called and not finished: the changes applied since it was called, replayed on its
    * tables before they replace these.
@@ -42,10 +50,11 @@ export function createAddressIndex(
 
   async function loadAll(db: Db, replay: SubscriptionChange[]): Promise<number> {
     try {
-      const fresh = createWatchTables(familyOf);
+      const fresh: Indexes = { tables: createWatchTables(familyOf), events: createEventIndex(familyOf) };
       const count = await loadInto(db, fresh, sizes);
       for (const change of replay) applyTo(fresh, change);
-      tables = fresh;
+      tables = fresh.tables;
+      events = fresh.events;
       return count;
     } finally {
       replays.delete(replay);
@@ -65,14 +74,20 @@ export function createAddressIndex(
       return run;
     },
     apply(change: SubscriptionChange): void {
-      applyTo(tables, change);
+      applyTo({ tables, events }, change);
       for (const replay of replays) replay.push(change);
     },
     /** The subscriptions watching `address` on `network` (empty if none), each with its spelling. */
     lookup: (network: string, address: string): readonly WatchedSubscription[] =>
       tables.lookup(network, address),
-    /** Networks with at least one watched address. */
-    networks: (): string[] => tables.networks(),
+    /** Networks with at least one watched address or followed event. */
+    networks: (): string[] => [...new Set([...tables.networks(), ...events.networks()])],
+    /** Whether a subscription follows a contract event on `network`. */
+    followsEvents: (network: string): boolean => events.follows(network),
+    /** The event subscriptions a log may be for (see EventIndex.match). */
+    matchLog: (network: string, log: LogAddressAndTopics) => events.match(network, log),
+    /** Subscriptions following contract events. */
+    eventSubscriptions: (): number => events.size(),
     /** Whether at least one subscription on `network` wants mempool notifications. */
     watchesMempool: (network: string): boolean => tables.watchesMempool(network),
     /** Whether at least one subscription on `network` wants the fees its addresses pay. */
@@ -92,8 +107,22 @@ interface PageSizes {
   addresses: number;
 }
 
+/** The address tables and the events, in use or being loaded. */
+interface Indexes {
+  tables: WatchTables;
+  events: EventIndex;
+}
+
 /** One change applied to a set of tables: the ones in use, or a load's before they replace them. */
-function applyTo(target: WatchTables, change: SubscriptionChange): void {
+function applyTo({ tables: target, events }: Indexes, change: SubscriptionChange): void {
+  // Removals and contract changes go to both: each ignores the subscriptions it does not know.
+  if (change.type === 'remove') events.remove(change.id);
+  if (change.type === 'addresses') events.changeContracts(change.id, change.add, change.remove);
+  if (change.type === 'upsert' && change.subscription.contractEvent) {
+    const { subscription: s, addresses } = change;
+    events.upsert(endpointOf(s), addresses ?? (s.address === undefined ? undefined : [s.address]));
+    return;
+  }
   if (change.type === 'remove') {
     const subscription = target.find(change.id);
     if (subscription !== NONE) target.remove(subscription);
@@ -109,15 +138,7 @@ function applyTo(target: WatchTables, change: SubscriptionChange): void {
     return;
   }
   const { subscription: s, addresses } = change;
-  const endpoint: WatchedEndpoint = {
-    id: s.id,
-    accountId: s.accountId,
-    network: s.network,
-    confirmations: s.confirmations,
-    mempool: s.mempool,
-    fees: s.fees === true,
-  };
-  const subscription = target.upsert(endpoint);
+  const subscription = target.upsert(endpointOf(s));
   const exactly = addresses ?? (s.address === undefined ? undefined : [s.address]);
   if (exactly === undefined) return;
   target.unwatchAll(subscription);
@@ -125,7 +146,21 @@ function applyTo(target: WatchTables, change: SubscriptionChange): void {
   for (const address of exactly) target.watch(subscription, address);
 }
 
-async function loadInto(db: Db, fresh: WatchTables, pages: PageSizes): Promise<number> {
+/** A change's subscription as the tables keep it. */
+function endpointOf(s: WatchedEndpoint): WatchedEndpoint {
+  return {
+    id: s.id,
+    accountId: s.accountId,
+    network: s.network,
+    confirmations: s.confirmations,
+    mempool: s.mempool,
+    fees: s.fees === true,
+    ...(s.contractEvent ? { contractEvent: s.contractEvent } : {}),
+  };
+}
+
+async function loadInto(db: Db, target: Indexes, pages: PageSizes): Promise<number> {
+  const fresh = target.tables;
   const { subscriptions: SUBSCRIPTION_PAGE, addresses: ADDRESS_PAGE } = pages;
   // Subscriptions first, with how many addresses each has, so the address tables are sized once.
   let after = FIRST_UUID;
@@ -166,8 +201,9 @@ async function loadInto(db: Db, fresh: WatchTables, pages: PageSizes): Promise<n
     if (lines < SUBSCRIPTION_PAGE) break;
   }
   for (const { subscription, count } of expected.values()) fresh.reserve(subscription, count);
+  subscriptions += await loadEvents(db, target.events, SUBSCRIPTION_PAGE);
 
-  // Then the addresses, a page of rows as one text: "id address address …" per subscription.
+  // Then the addresses (and event subscriptions' contracts), a page of rows as one text: "id address address …" per subscription.
   // Reading them as rows costs a JavaScript object per row and field (PGlite: most of a load).
   // The next page is asked for before this one is parsed: PostgreSQL (or PGlite's worker
   // thread) builds it on another core meanwhile.
@@ -181,7 +217,7 @@ async function loadInto(db: Db, fresh: WatchTables, pages: PageSizes): Promise<n
       // Unhandled until awaited: a failure of the next page must not crash the process meanwhile.
       next.catch(() => {});
     }
-    if (page.body !== null) parsePage(fresh, page.body);
+    if (page.body !== null) parsePage(target, page.body);
   }
   return subscriptions;
 }
@@ -212,14 +248,63 @@ async function addressPage(
   return (result as unknown as { rows: AddressPage[] }).rows[0]!;
 }
 
-/** Indexes a page's text; addresses of subscriptions not loaded (deleted, registry) are skipped. */
-function parsePage(target: WatchTables, body: string): void {
+/**
+ * The live event subscriptions (their contracts come with the addresses), a page at a time; how
+ * many there were.
+ */
+async function loadEvents(db: Db, events: EventIndex, pageSize: number): Promise<number> {
+  let after = FIRST_UUID;
+  let count = 0;
+  for (;;) {
+    const result = (await db.execute(sql`
+      SELECT id::text, account_id::text, network, confirmations, address_count, contract_event::text AS spec
+      FROM subscriptions
+      WHERE type = 'CONTRACT_LOG_EVENT' AND deleted_at IS NULL AND network IS NOT NULL
+        AND contract_event IS NOT NULL AND id > ${after}::uuid
+      ORDER BY id LIMIT ${pageSize}`)) as unknown as { rows: EventRow[] };
+    for (const row of result.rows) {
+      const subscription = events.upsert({
+        id: row.id,
+        accountId: row.account_id,
+        network: row.network,
+        confirmations: row.confirmations,
+        mempool: false,
+        contractEvent: JSON.parse(row.spec) as ContractEventSpec,
+      });
+      events.contracts.reserve(subscription, row.address_count);
+      after = row.id;
+    }
+    count += result.rows.length;
+    if (result.rows.length < pageSize) return count;
+  }
+}
+
+interface EventRow {
+  id: string;
+  account_id: string;
+  network: string;
+  confirmations: number;
+  address_count: number;
+  spec: string;
+}
+
+/**
+ * Indexes a page's text: addresses of address subscriptions, contracts of event subscriptions;
+ * those of subscriptions not loaded (deleted, registry) are skipped.
+ */
+function parsePage({ tables, events }: Indexes, body: string): void {
   let at = 0;
   while (at < body.length) {
     let lineEnd = body.indexOf('\n', at);
     if (lineEnd < 0) lineEnd = body.length;
     const idEnd = body.indexOf(' ', at);
-    const subscription = target.find(body.slice(at, idEnd));
+    const id = body.slice(at, idEnd);
+    let target = tables;
+    let subscription = tables.find(id);
+    if (subscription === NONE) {
+      target = events.contracts;
+      subscription = target.find(id);
+    }
     if (subscription !== NONE) {
       let start = idEnd + 1;
       while (start < lineEnd) {

@@ -5,6 +5,7 @@ import type { EvmBlockActivity, EvmPayment, EvmTransfer, TokenInfo } from '../ch
 import type { Network } from '../chains/networks.js';
 import type { WatchedSubscription } from '../subscriptions/events.js';
 import type { AddressIndex } from './address-index.js';
+import { matchContractLogs } from './event-notifications.js';
 import type { BlockMatch, BlockMatcher } from './follower.js';
 
 export interface EvmNotificationInput {
@@ -115,17 +116,30 @@ export function buildEvmFeeNotification(input: EvmFeeNotificationInput): Record<
 export interface EvmMatcherDeps {
   network: Network;
   /** Who watches an address: the follower's index, or a backfill's one subscription. */
-  index: Pick<AddressIndex, 'lookup'> & Partial<Pick<AddressIndex, 'watchesFees'>>;
+  index: Pick<AddressIndex, 'lookup'> &
+    Partial<Pick<AddressIndex, 'watchesFees' | 'followsEvents' | 'matchLog'>>;
   tokens: { get(token: `0x${string}`): Promise<TokenInfo> };
+  /** A log whose topic0 matched a followed event but whose topics or data do not fit its ABI. */
+  onMismatch?: (network: string) => void;
 }
 
 /**
  * Turns an EVM block's transfers into notifications: one per transfer and subscription watching
  * its sender or its recipient (a transfer to oneself is one), token decimals read once per token.
  * The index matches addresses in any case; only a matched transfer is checksummed for its body,
- * most transfers of a block matching nothing.
+ * most transfers of a block matching nothing. The block's logs are then matched against the
+ * contract events followed on the network (event-notifications.ts).
  */
-export function evmMatcher({ network, index, tokens }: EvmMatcherDeps): BlockMatcher<EvmBlockActivity> {
+export function evmMatcher(deps: EvmMatcherDeps): BlockMatcher<EvmBlockActivity> {
+  const { network, index, tokens } = deps;
+  const events =
+    index.followsEvents && index.matchLog
+      ? {
+          network,
+          index: { followsEvents: index.followsEvents, matchLog: index.matchLog },
+          onMismatch: deps.onMismatch,
+        }
+      : undefined;
   return async (block) => {
     const matches: BlockMatch[] = [];
     for (const found of block.activity.transfers) {
@@ -181,6 +195,8 @@ export function evmMatcher({ network, index, tokens }: EvmMatcherDeps): BlockMat
         });
       }
     }
+    // Contract events, in the same pass over the block (none where nobody follows one).
+    if (events) matchContractLogs(events, block, block.activity.logs, matches);
     return matches;
   };
 }

@@ -26,6 +26,8 @@ export interface BlockMatch {
    * movement), which a risk provider scores for `addressesRiskRatio` (watch/risk/).
    */
   counterparties: string[];
+  /** The delivery's event type: `address.transaction` unless said (`contract.log`). */
+  eventType?: string;
 }
 
 /**
@@ -40,14 +42,14 @@ export function blockNotifications(
   head: number,
   extra?: Record<string, unknown>,
 ): NewNotification[] {
-  return matches.map(({ subscription, key, body }) => {
+  return matches.map(({ subscription, key, body, eventType }) => {
     const id = newNotificationId();
     const releaseHeight = block.height + Math.max(1, subscription.confirmations) - 1;
     return {
       id,
       accountId: subscription.accountId,
       subscriptionId: subscription.id,
-      eventType: 'address.transaction',
+      eventType: eventType ?? 'address.transaction',
       body: JSON.stringify(extra ? { ...body(id), ...extra } : body(id)),
       dedupeKey: blockDedupeKey(block.hash, key),
       state: head >= releaseHeight ? 'pending' : 'held',

@@ -104,14 +104,17 @@ export async function applyDiff(tx: Db, network: string, diff: ReorgDiff): Promi
   await enqueueNotifications(tx, [...sent.map((n) => withdrawal(network, n)), ...diff.fresh]);
 }
 
-/** The notification that takes back a sent one: the same body, a new id, `reorg: true`. */
+/**
+ * The notification that takes back a sent one: the same body, a new id, `reorg: true`, and the
+ * event type of the one it takes back with `.reorg` (`address.transaction.reorg`, `contract.log.reorg`).
+ */
 function withdrawal(network: string, n: Announced): NewNotification {
   const id = newNotificationId();
   return {
     id,
     accountId: n.accountId,
     subscriptionId: n.subscriptionId,
-    eventType: 'address.transaction.reorg',
+    eventType: `${n.eventType}.reorg`,
     body: JSON.stringify({ ...(JSON.parse(n.body) as object), id, reorg: true }),
     dedupeKey: `reorg:${n.id}`,
     chain: network,

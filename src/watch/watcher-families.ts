@@ -36,6 +36,8 @@ export interface FamilyDeps {
   ) => Follower;
   /** The mempool watchers beside EVM followers, by network. */
   mempools: Map<string, EvmMempoolWatcher>;
+  /** Counts a log that matched a followed event's topic0 but does not fit its ABI. */
+  onMismatch: (network: string) => void;
 }
 
 export function evmClient(rpcUrls: string[]): PublicClient {
@@ -114,7 +116,7 @@ export function followEvm(deps: FamilyDeps, network: Network): void {
   const follower = deps.startFollower(
     network,
     evmSource(client, undefined, heads, traceReaderOf(deps, network, client)),
-    evmMatcher({ network, index: deps.index, tokens }),
+    evmMatcher({ network, index: deps.index, tokens, onMismatch: deps.onMismatch }),
   );
   const mempool = createEvmMempoolWatcher({
     db: deps.db,

@@ -53,7 +53,10 @@ export function createWatcher(deps: WatcherDeps) {
   let running = false;
   let unlisten: (() => Promise<void>) | undefined;
   const { apply, inOrder, onNotice, afterChanges } = createChangeQueue(deps, follow);
+  /** Per network: logs whose topic0 matched a followed event but that do not fit its ABI. */
+  const mismatchedLogs = new Map<string, number>();
   const families: FamilyDeps = {
+    onMismatch: (network) => mismatchedLogs.set(network, (mismatchedLogs.get(network) ?? 0) + 1),
     db: deps.db,
     index: deps.index,
     logger: deps.logger,
@@ -138,6 +141,8 @@ export function createWatcher(deps: WatcherDeps) {
     },
     /** Distinct watched addresses per network. */
     addressCounts: () => deps.index.addressCounts(),
+    /** Per network, logs not notified because they do not fit the ABI of the event they matched. */
+    mismatchedLogs: (): Record<string, number> => Object.fromEntries(mismatchedLogs),
     /**
      * Stops every follower, mempool watcher and newHeads subscription at once. Nothing here waits
      * on a node: a round in progress ends with its request (which fails fast when the node is

@@ -30,6 +30,8 @@ export type ContractName =
   | 'Sink'
   | 'OddToken'
   | 'RawLogs'
+  // Every ABI type in events (EventZoo.sol; test/e2e/contract-events.test.ts).
+  | 'EventZoo'
   // Internal transfers (InternalTransfers.sol, MiniAccount.sol; test/e2e/anvil-traces.test.ts).
   | 'Forwarder'
   | 'BatchPayer'

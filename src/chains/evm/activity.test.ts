@@ -141,6 +141,8 @@ describe('fetchBlockActivity on a real chain', () => {
           failed: false,
         }),
       ],
+      // A plain transfer emits no log.
+      logs: [],
     });
     // What the sender paid, as viem reads the receipt.
     expect(transactionFee(activity.payments[0]!.receipt)).toBe(receipt.gasUsed * receipt.effectiveGasPrice);

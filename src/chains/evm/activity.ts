@@ -20,7 +20,7 @@ import { isMethodUnavailable } from '../node-errors.js';
 import type { RpcReceiptFees } from './fees.js';
 import type { TraceReader } from './trace-reader.js';
 import type { InternalTransfer } from './traces.js';
-import type { EvmBlockActivity, EvmPayment, EvmTransfer, TokenInfo } from './types.js';
+import type { EvmBlockActivity, EvmLog, EvmPayment, EvmTransfer, TokenInfo } from './types.js';
 
 export const TRANSFER_TOPIC = toEventSelector('Transfer(address,address,uint256)');
 export const TRANSFER_SINGLE_TOPIC = toEventSelector(
@@ -299,6 +299,29 @@ export function rpcPayments(
   return payments.sort((a, b) => a.txIndex - b.txIndex);
 }
 
+/**
+ * The logs of a block's successful transactions in block order, for contract events. As for
+ * transfers, a receipt without a status (before Byzantium) is not known to have succeeded.
+ */
+export function rpcLogs(receipts: readonly RpcReceipt[]): EvmLog[] {
+  const logs: EvmLog[] = [];
+  for (const receipt of receipts) {
+    if (receipt.status !== '0x1' || receipt.logs.length === 0) continue;
+    const txIndex = Number(receipt.transactionIndex);
+    for (const log of receipt.logs) {
+      logs.push({
+        txHash: receipt.transactionHash,
+        txIndex,
+        logIndex: Number(log.logIndex),
+        address: log.address,
+        topics: log.topics,
+        data: log.data,
+      });
+    }
+  }
+  return logs.sort((a, b) => a.logIndex - b.logIndex);
+}
+
 /** A transfer with its addresses EIP-55 checksummed, as notifications show them. */
 export function checksummedTransfer(transfer: EvmTransfer): EvmTransfer {
   return {
@@ -456,6 +479,7 @@ export async function readBlockActivity(
     timestamp: BigInt(block.timestamp),
     transfers: rpcTransfers(block, receipts, byHash),
     payments: rpcPayments(block, receipts),
+    logs: rpcLogs(receipts),
   };
 }
 

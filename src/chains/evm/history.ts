@@ -283,6 +283,7 @@ function assembleBlocks(
         transfers,
         // Fees are notified by the follower only: a backfill replays what moved.
         payments: [],
+        logs: [],
       },
     });
   }

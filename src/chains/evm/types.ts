@@ -47,6 +47,20 @@ export interface EvmPayment {
   failed: boolean;
 }
 
+/**
+ * A log of a successful transaction, as the node returned it (address, topics and data in lower
+ * case), for contract event subscriptions: matched by contract and topics, decoded only when one
+ * follows it.
+ */
+export interface EvmLog {
+  txHash: Hex;
+  txIndex: number;
+  logIndex: number;
+  address: Hex;
+  topics: readonly Hex[];
+  data: Hex;
+}
+
 export interface EvmBlockActivity {
   number: bigint;
   hash: Hex;
@@ -59,6 +73,8 @@ export interface EvmBlockActivity {
   transfers: EvmTransfer[];
   /** Every transaction of the block, successful or not, as its sender paid for it. */
   payments: EvmPayment[];
+  /** The logs of its successful transactions, in block order (a reverted transaction has none). */
+  logs: EvmLog[];
 }
 
 export interface TokenInfo {
