@@ -453,8 +453,8 @@ export interface paths {
         get: operations["getBackfill"];
         put?: never;
         /**
-         * Replay history for the subscription's addresses
-         * @description Notifies what the live follower would have for the blocks of the range, marked `"backfill": true`, through the same outbox and with the same deduplication: a transfer already notified is not sent again. One backfill runs per subscription at a time (a second is 409 naming it, `existingId`). Blocks are notified once as deep as the subscription's `confirmations`. The history comes from the cheapest source of the network's family (the view's `method` says which and how it is throttled): EVM `eth_getLogs` and a block scan for native transfers; Bitcoin Esplora address histories (a block scan through Bitcoin Core); Algorand the indexer's account transactions (a round scan through algod alone); Solana `getSignaturesForAddress` and `getTransaction`. A network without a configured node is a 400.
+         * Replay history for the subscription's addresses or contract event
+         * @description Notifies what the live follower would have for the blocks of the range, marked `"backfill": true`, through the same outbox and with the same deduplication: a transfer (or contract event) already notified is not sent again. Address subscriptions (`ADDRESS_TRANSACTION`) and contract event subscriptions (`CONTRACT_LOG_EVENT`) can be backfilled. One backfill runs per subscription at a time (a second is 409 naming it, `existingId`). Blocks are notified once as deep as the subscription's `confirmations`. The history comes from the cheapest source of the network's family (the view's `method` says which and how it is throttled): EVM `eth_getLogs` and a block scan for native transfers, and for a contract event `eth_getLogs` with its topic0 (and filtered argument values) on its contracts, 1,000 a query, or on any contract, then a block header per block with events (a range the node refuses as too large is halved until it passes); Bitcoin Esplora address histories (a block scan through Bitcoin Core); Algorand the indexer's account transactions (a round scan through algod alone); Solana `getSignaturesForAddress` and `getTransaction`. A network without a configured node is a 400.
          */
         post: operations["startBackfill"];
         /**
@@ -568,8 +568,8 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /** @description Any webhook body. Registry events have a `type` of `registry.*`; address notifications have `type` `native` or `token`, with `reorg: true` on a withdrawal and `test: true` on a sample */
-        WebhookEvent: components["schemas"]["AddressTransactionEvent"] | components["schemas"]["AddressTransactionReorgEvent"] | components["schemas"]["TestEvent"] | components["schemas"]["RegistryCreatedEvent"] | components["schemas"]["RegistryAnchoredEvent"] | components["schemas"]["RegistryRevokedEvent"];
+        /** @description Any webhook body. Registry events have a `type` of `registry.*`; address notifications have `type` `native` or `token`, with `reorg: true` on a withdrawal and `test: true` on a sample; contract events have `contractAddress`, `topics` and `data` */
+        WebhookEvent: components["schemas"]["AddressTransactionEvent"] | components["schemas"]["AddressTransactionReorgEvent"] | components["schemas"]["ContractLogEvent"] | components["schemas"]["TestEvent"] | components["schemas"]["RegistryCreatedEvent"] | components["schemas"]["RegistryAnchoredEvent"] | components["schemas"]["RegistryRevokedEvent"];
         /** @description A transfer touching a watched address (events `address.transaction`, and `address.transaction.pending` with `mempool: true`) */
         AddressTransactionEvent: {
             /** @description On EVM chains the sender of the transfer; on other chains the watched address (see `watchedAddress`) */
@@ -643,6 +643,50 @@ export interface components {
              * @enum {boolean}
              */
             reorg: true;
+        };
+        /** @description A log a followed contract event matched (CONTRACT_LOG_EVENT subscriptions; events `contract.log`, and `contract.log.reorg` with `reorg: true`) */
+        ContractLogEvent: {
+            /** @description The network’s name (ETH, BASE, DEVNET…) */
+            chain: string;
+            /** @description The contract that emitted the log, EIP-55 checksummed */
+            contractAddress: string;
+            /** @description The transaction that emitted it */
+            txId: string;
+            blockNumber: number;
+            blockHash: string;
+            /** @description The log’s position in its block */
+            logIndex: number;
+            /** @description The event’s name (absent for a subscription made with a bare topic0) */
+            event?: string;
+            /** @description The canonical signature, `Transfer(address,address,uint256)` (absent for a bare topic0) */
+            signature?: string;
+            /** @description As the node returned them, lower-case hex */
+            topics: string[];
+            /** @description The log’s data as the node returned it, lower-case hex (`0x` when empty) */
+            data: string;
+            /** @description The arguments decoded by name (`arg0`, `arg1`… where the ABI names none): integers as decimal strings, addresses checksummed, bytes as hex, bool, string, arrays as arrays, tuples as objects by component name; an indexed string, bytes, array or tuple as its topic hash. Absent for a bare topic0 */
+            args?: {
+                [key: string]: unknown;
+            };
+            /**
+             * Format: uuid
+             * @description The notification id, equal to the `webhook-id` header; deduplicate on it
+             */
+            id: string;
+            /** Format: uuid */
+            subscriptionId: string;
+            /** @description Depth of the block when notified */
+            confirmations: number;
+            /**
+             * @description Event `contract.log.reorg`: this withdraws an earlier notification (same body, new id) whose block left the canonical chain
+             * @enum {boolean}
+             */
+            reorg?: true;
+            /**
+             * @description Sent by a backfill of past blocks
+             * @enum {boolean}
+             */
+            backfill?: true;
         };
         /** @description Event `test`, sent by POST /api/v1/subscription/{id}/test */
         TestEvent: components["schemas"]["AddressTransactionEvent"] & {
@@ -1713,7 +1757,7 @@ export interface operations {
     listSubscriptions: {
         parameters: {
             query?: {
-                type?: "ADDRESS_TRANSACTION" | "REGISTRY_EVENTS";
+                type?: "ADDRESS_TRANSACTION" | "CONTRACT_LOG_EVENT" | "REGISTRY_EVENTS";
                 status?: "active" | "disabled" | "deleted";
                 /** @description Only subscriptions of this network (any of its names: GLMR finds GLRM) */
                 chain?: string;
@@ -1743,8 +1787,8 @@ export interface operations {
                             /** Format: uuid */
                             id: string;
                             /** @enum {string} */
-                            type: "ADDRESS_TRANSACTION" | "REGISTRY_EVENTS";
-                            /** @description ADDRESS_TRANSACTION: {chain, url, addressCount}, with `address` when made with one address and never changed through /addresses; REGISTRY_EVENTS: {registryId, url} */
+                            type: "ADDRESS_TRANSACTION" | "CONTRACT_LOG_EVENT" | "REGISTRY_EVENTS";
+                            /** @description ADDRESS_TRANSACTION: {chain, url, addressCount}, with `address` when made with one address and never changed through /addresses; CONTRACT_LOG_EVENT: {chain, url, event, signature, topic0, filter} and `contractAddress`, `addressCount` (a list of contracts) or `anyContract`; REGISTRY_EVENTS: {registryId, url} */
                             attr: {
                                 /** @description The one address of a subscription made with `attr.address` */
                                 address?: string;
@@ -1756,6 +1800,22 @@ export interface operations {
                                 registryId?: string;
                                 /** @description Present (true) when fee notifications were asked for */
                                 fees?: boolean;
+                                /** @description CONTRACT_LOG_EVENT: the event as viem parsed it (a JSON ABI fragment), or the bare topic0 it was made with */
+                                event?: string | {
+                                    [key: string]: unknown;
+                                };
+                                /** @description CONTRACT_LOG_EVENT with an ABI: canonical, `Transfer(address,address,uint256)` */
+                                signature?: string;
+                                /** @description CONTRACT_LOG_EVENT: the event’s topic0; null for an anonymous event */
+                                topic0?: string | null;
+                                /** @description CONTRACT_LOG_EVENT made with one contract, never changed through /addresses */
+                                contractAddress?: string;
+                                /** @description CONTRACT_LOG_EVENT: present (true) when any contract’s event is followed */
+                                anyContract?: boolean;
+                                /** @description CONTRACT_LOG_EVENT: the filter as given */
+                                filter?: {
+                                    [key: string]: unknown;
+                                };
                             };
                             mempool: boolean;
                             confirmations: number;
@@ -1840,8 +1900,11 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @enum {string} */
-                    type: "ADDRESS_TRANSACTION";
+                    /**
+                     * @description ADDRESS_TRANSACTION: value moving to or from addresses. CONTRACT_LOG_EVENT (EVM): an event emitted by contracts, decoded
+                     * @enum {string}
+                     */
+                    type: "ADDRESS_TRANSACTION" | "CONTRACT_LOG_EVENT";
                     attr: {
                         /** @description One address, validated and normalised per chain. Send this or `addresses` */
                         address?: string;
@@ -1853,8 +1916,18 @@ export interface operations {
                         url: string;
                         /** @description EVM only (default false): also a `type: "fee"` notification for each mined transaction a watched address sent, `failed: true` when it reverted (Tatum’s PAID_FEE and OUTGOING_FAILED_TX). Elsewhere a notification’s amount already includes the fee */
                         fees?: boolean;
+                        /** @description CONTRACT_LOG_EVENT (required): the event as a human-readable ABI signature (`event Transfer(address indexed from, address indexed to, uint256 value)`), a JSON ABI fragment, or a bare topic0 (`0x` + 64 hex digits: nothing decoded, the body carries the raw topics and data) */
+                        event?: string | {
+                            [key: string]: unknown;
+                        };
+                        /** @description CONTRACT_LOG_EVENT: the one contract whose events are followed. Or `addresses` (a list of contracts), or neither: any contract that emits the event */
+                        contractAddress?: string;
+                        /** @description CONTRACT_LOG_EVENT with an ABI: equality on indexed arguments by name, each a value or a list of values (any of them), given plain: an address, a decimal string for integers, true/false, hex for bytes, the string itself (indexed string, bytes and arrays are compared by their keccak-256 hash, as the topic holds them) */
+                        filter?: {
+                            [key: string]: unknown;
+                        };
                     };
-                    /** @description EVM only; default true there */
+                    /** @description EVM address subscriptions only; default true there. Contract events come from mined blocks */
                     mempool?: boolean;
                     /** @description Default 1 (EVM), 2 (UTXO) */
                     confirmations?: number;
@@ -1977,8 +2050,8 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         /** @enum {string} */
-                        type: "ADDRESS_TRANSACTION" | "REGISTRY_EVENTS";
-                        /** @description ADDRESS_TRANSACTION: {chain, url, addressCount}, with `address` when made with one address and never changed through /addresses; REGISTRY_EVENTS: {registryId, url} */
+                        type: "ADDRESS_TRANSACTION" | "CONTRACT_LOG_EVENT" | "REGISTRY_EVENTS";
+                        /** @description ADDRESS_TRANSACTION: {chain, url, addressCount}, with `address` when made with one address and never changed through /addresses; CONTRACT_LOG_EVENT: {chain, url, event, signature, topic0, filter} and `contractAddress`, `addressCount` (a list of contracts) or `anyContract`; REGISTRY_EVENTS: {registryId, url} */
                         attr: {
                             /** @description The one address of a subscription made with `attr.address` */
                             address?: string;
@@ -1990,6 +2063,22 @@ export interface operations {
                             registryId?: string;
                             /** @description Present (true) when fee notifications were asked for */
                             fees?: boolean;
+                            /** @description CONTRACT_LOG_EVENT: the event as viem parsed it (a JSON ABI fragment), or the bare topic0 it was made with */
+                            event?: string | {
+                                [key: string]: unknown;
+                            };
+                            /** @description CONTRACT_LOG_EVENT with an ABI: canonical, `Transfer(address,address,uint256)` */
+                            signature?: string;
+                            /** @description CONTRACT_LOG_EVENT: the event’s topic0; null for an anonymous event */
+                            topic0?: string | null;
+                            /** @description CONTRACT_LOG_EVENT made with one contract, never changed through /addresses */
+                            contractAddress?: string;
+                            /** @description CONTRACT_LOG_EVENT: present (true) when any contract’s event is followed */
+                            anyContract?: boolean;
+                            /** @description CONTRACT_LOG_EVENT: the filter as given */
+                            filter?: {
+                                [key: string]: unknown;
+                            };
                         };
                         mempool: boolean;
                         confirmations: number;
@@ -2172,8 +2261,8 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         /** @enum {string} */
-                        type: "ADDRESS_TRANSACTION" | "REGISTRY_EVENTS";
-                        /** @description ADDRESS_TRANSACTION: {chain, url, addressCount}, with `address` when made with one address and never changed through /addresses; REGISTRY_EVENTS: {registryId, url} */
+                        type: "ADDRESS_TRANSACTION" | "CONTRACT_LOG_EVENT" | "REGISTRY_EVENTS";
+                        /** @description ADDRESS_TRANSACTION: {chain, url, addressCount}, with `address` when made with one address and never changed through /addresses; CONTRACT_LOG_EVENT: {chain, url, event, signature, topic0, filter} and `contractAddress`, `addressCount` (a list of contracts) or `anyContract`; REGISTRY_EVENTS: {registryId, url} */
                         attr: {
                             /** @description The one address of a subscription made with `attr.address` */
                             address?: string;
@@ -2185,6 +2274,22 @@ export interface operations {
                             registryId?: string;
                             /** @description Present (true) when fee notifications were asked for */
                             fees?: boolean;
+                            /** @description CONTRACT_LOG_EVENT: the event as viem parsed it (a JSON ABI fragment), or the bare topic0 it was made with */
+                            event?: string | {
+                                [key: string]: unknown;
+                            };
+                            /** @description CONTRACT_LOG_EVENT with an ABI: canonical, `Transfer(address,address,uint256)` */
+                            signature?: string;
+                            /** @description CONTRACT_LOG_EVENT: the event’s topic0; null for an anonymous event */
+                            topic0?: string | null;
+                            /** @description CONTRACT_LOG_EVENT made with one contract, never changed through /addresses */
+                            contractAddress?: string;
+                            /** @description CONTRACT_LOG_EVENT: present (true) when any contract’s event is followed */
+                            anyContract?: boolean;
+                            /** @description CONTRACT_LOG_EVENT: the filter as given */
+                            filter?: {
+                                [key: string]: unknown;
+                            };
                         };
                         mempool: boolean;
                         confirmations: number;

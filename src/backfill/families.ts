@@ -3,22 +3,42 @@ import { createAssetInfoCache } from '../chains/algorand/source.js';
 import { bitcoinHistory } from '../chains/bitcoin/history.js';
 import { bitcoinParams } from '../chains/bitcoin/params.js';
 import { createTokenInfoCache } from '../chains/evm/activity.js';
+import type { EventLogQuery } from '../chains/evm/event-history.js';
 import { evmHistory } from '../chains/evm/history.js';
 import { createTraceReader } from '../chains/evm/trace-reader.js';
 import type { Network } from '../chains/networks.js';
 import { solanaHistory } from '../chains/solana/history.js';
-import type { HistorySource } from '../chains/source.js';
+import type { HistoryScan, HistorySource } from '../chains/source.js';
 import type { Throttle } from '../shared/throttle.js';
-import type { WatchedSubscription } from '../subscriptions/events.js';
+import type { ContractEventSpec, WatchedEndpoint, WatchedSubscription } from '../subscriptions/events.js';
 import { algorandMatcher } from '../watch/algorand-notifications.js';
 import { bitcoinMatcher } from '../watch/bitcoin-notifications.js';
+import {
+  createEventIndex,
+  type FollowedSubscription,
+  type LogAddressAndTopics,
+} from '../watch/event-index.js';
 import { evmMatcher } from '../watch/evm-notifications.js';
 import type { BlockMatcher } from '../watch/follower.js';
 import { solanaMatcher } from '../watch/solana-notifications.js';
 import { evmClient } from '../watch/watcher.js';
 
-/** Who watches an address during a backfill: its one subscription, for the addresses it found. */
-export type Lookup = { lookup(network: string, address: string): readonly WatchedSubscription[] };
+/**
+ * Who watches an address during a backfill: its one subscription, for the addresses it found; for
+ * an event subscription, who follows a log's event (evmMatcher's contract events), and no address.
+ */
+export type Lookup = {
+  lookup(network: string, address: string): readonly WatchedSubscription[];
+  followsEvents?(network: string): boolean;
+  matchLog?(network: string, log: LogAddressAndTopics): readonly FollowedSubscription[];
+};
+
+/** A network's history of contract events, for CONTRACT_LOG_EVENT backfills (EVM). */
+export interface EventHistory {
+  /** Said in the job's view, as HistorySource.describe. */
+  describe: string;
+  scan(from: number, to: number, query: EventLogQuery): Promise<HistoryScan<unknown>>;
+}
 
 /**
  * A network as a backfill sees it: the family's history source, and the follower's own matcher
@@ -28,6 +48,8 @@ export interface BackfillFamily {
   /** The network, whose node failures reach clients through nodeUnavailable. */
   network: Network;
   history: HistorySource<unknown>;
+  /** Where the family has them (EVM): the logs of a followed event. */
+  events?: EventHistory;
   matcher(index: Lookup): BlockMatcher<unknown>;
   /** Whether addresses are compared whatever their case (EVM). */
   caseless: boolean;
@@ -45,14 +67,16 @@ export function backfillFamily(network: Network, options: FamilyOptions): Backfi
   if (network.family === 'evm') {
     const client = evmClient(network.rpcUrls);
     const tokens = createTokenInfoCache(client);
+    const history = evmHistory({
+      client,
+      throttle: options.throttle,
+      chunk: options.chunk,
+      traces: createTraceReader(client, network.traces ?? 'auto'),
+    });
     return {
       network,
-      history: evmHistory({
-        client,
-        throttle: options.throttle,
-        chunk: options.chunk,
-        traces: createTraceReader(client, network.traces ?? 'auto'),
-      }) as HistorySource<unknown>,
+      history: history as HistorySource<unknown>,
+      events: history.events,
       matcher: (index) => evmMatcher({ network, index, tokens }) as BlockMatcher<unknown>,
       caseless: true,
     };
@@ -121,4 +145,22 @@ export function lookupOf(
   const key = (a: string) => (caseless ? a.toLowerCase() : a);
   const byAddress = new Map(addresses.map((a) => [key(a), [{ ...subscription, address: a }]]));
   return { lookup: (_network, address) => byAddress.get(key(address)) ?? [] };
+}
+
+/**
+ * A lookup for the backfill of a CONTRACT_LOG_EVENT subscription: an event index holding only it,
+ * on the contracts the scan found (or on any contract), so that the follower's matcher (the same
+ * topic, topic count, filter and ABI checks) decides what it is notified of. No address is watched.
+ */
+export function eventLookupOf(
+  subscription: WatchedEndpoint & { contractEvent: ContractEventSpec },
+  contracts: readonly string[],
+): Lookup {
+  const index = createEventIndex((network) => (network === subscription.network ? 'evm' : undefined));
+  index.upsert(subscription, subscription.contractEvent.anyContract ? undefined : contracts);
+  return {
+    lookup: () => [],
+    followsEvents: (network) => index.follows(network),
+    matchLog: (network, log) => index.match(network, log),
+  };
 }

@@ -4,12 +4,13 @@ import type { NetworkCatalog } from '../chains/networks.js';
 import { ConflictError, type FieldError, NotFoundError, ValidationError } from '../errors.js';
 import { type Db, isUniqueViolation } from '../store/db.js';
 import { subscriptions } from '../subscriptions/schema.js';
-import { ADDRESS_TRANSACTION } from '../subscriptions/service.js';
+import { ADDRESS_TRANSACTION, CONTRACT_LOG_EVENT } from '../subscriptions/service.js';
 import type { BackfillFamily } from './families.js';
 import { type Bound, parseBound, resolveRange } from './range.js';
 import { backfills } from './schema.js';
 
 export type BackfillRow = typeof backfills.$inferSelect;
+type SubscriptionRow = typeof subscriptions.$inferSelect;
 
 export interface BackfillView {
   id: string;
@@ -90,7 +91,11 @@ function backfillLookups(deps: BackfillsDeps) {
     return row;
   }
 
-  const methodOf = (network: string) => deps.family(network)?.history.describe ?? '';
+  /** How the subscription's history is read on the network (an event subscription's: its logs). */
+  const methodOf = (network: string, sub: Pick<SubscriptionRow, 'contractEvent'>) => {
+    const family = deps.family(network);
+    return (sub.contractEvent ? family?.events?.describe : family?.history.describe) ?? '';
+  };
 
   async function latest(subscriptionId: string): Promise<BackfillRow | undefined> {
     const [row] = await db
@@ -130,9 +135,11 @@ export function createBackfills(deps: BackfillsDeps) {
       input: { from?: unknown; to?: unknown },
     ): Promise<BackfillView> {
       const sub = await ownedSubscription(accountId, subscriptionId);
-      if (sub.type !== ADDRESS_TRANSACTION || !sub.network)
-        throw new ValidationError('Only an address subscription can be backfilled', [
-          { parameter: 'id', detail: `${sub.type} subscriptions watch no addresses` },
+      const backfillable =
+        sub.type === ADDRESS_TRANSACTION || (sub.type === CONTRACT_LOG_EVENT && sub.contractEvent !== null);
+      if (!backfillable || !sub.network)
+        throw new ValidationError('Only an address or contract event subscription can be backfilled', [
+          { parameter: 'id', detail: `${sub.type} subscriptions watch no chain` },
         ]);
       if (sub.deletedAt)
         throw new ValidationError('The subscription is deleted', [
@@ -153,7 +160,7 @@ export function createBackfills(deps: BackfillsDeps) {
       }
       if (errors.length > 0) throw new ValidationError('Invalid backfill range', errors);
       const family = deps.family(sub.network);
-      if (!family)
+      if (!family || (sub.contractEvent && !family.events))
         throw new ValidationError(`Backfill is not available on ${sub.network}`, [
           {
             parameter: 'id',
@@ -190,15 +197,15 @@ export function createBackfills(deps: BackfillsDeps) {
         throw other ? conflict(other) : err;
       }
       deps.onCreated?.();
-      return toView(row, methodOf(row.network));
+      return toView(row, methodOf(row.network, sub));
     },
 
     /** The subscription's latest backfill (running or finished). */
     async get(accountId: string, subscriptionId: string): Promise<BackfillView> {
-      await ownedSubscription(accountId, subscriptionId);
+      const sub = await ownedSubscription(accountId, subscriptionId);
       const row = await latest(subscriptionId);
       if (!row) throw new NotFoundError(`Subscription ${subscriptionId} has no backfill`);
-      return toView(row, methodOf(row.network));
+      return toView(row, methodOf(row.network, sub));
     },
 
     /**
@@ -206,7 +213,7 @@ export function createBackfills(deps: BackfillsDeps) {
      * added. Cancelling a finished one changes nothing and shows it.
      */
     async cancel(accountId: string, subscriptionId: string): Promise<BackfillView> {
-      await ownedSubscription(accountId, subscriptionId);
+      const sub = await ownedSubscription(accountId, subscriptionId);
       const now = new Date();
       const [cancelled] = await db
         .update(backfills)
@@ -215,7 +222,7 @@ export function createBackfills(deps: BackfillsDeps) {
         .returning();
       const row = cancelled ?? (await latest(subscriptionId));
       if (!row) throw new NotFoundError(`Subscription ${subscriptionId} has no backfill`);
-      return toView(row, methodOf(row.network));
+      return toView(row, methodOf(row.network, sub));
     },
 
     /** The running backfills (for the runner). */

@@ -7,15 +7,15 @@ import { and, eq, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import type { Network } from '../chains/networks.js';
 import { isNodeError, nodeUnavailable } from '../chains/node-errors.js';
-import type { ChainBlock } from '../chains/source.js';
+import type { ChainBlock, HistoryScan } from '../chains/source.js';
 import { enqueueNotifications, type NewNotification } from '../notify/outbox.js';
 import { createSleeper } from '../shared/sleeper.js';
 import type { Db, HeldLock } from '../store/db.js';
 import { isDatabaseUnavailable } from '../store/unavailable.js';
+import type { WatchedEndpoint } from '../subscriptions/events.js';
 import { subscriptions } from '../subscriptions/schema.js';
 import { blockNotifications } from '../watch/follower.js';
-import type { BackfillFamily } from './families.js';
-import { lookupOf } from './families.js';
+import { type BackfillFamily, eventLookupOf, type Lookup, lookupOf } from './families.js';
 import type { BackfillRow } from './jobs.js';
 import { backfills } from './schema.js';
 import { watchedAddresses } from './watched.js';
@@ -44,6 +44,42 @@ function progressError(network: Network, err: unknown): string {
   if (isNodeError(err)) return nodeUnavailable(network, err).message;
   if (isDatabaseUnavailable(err)) return 'The database is unavailable';
   return 'An unexpected error stopped this chunk; the service log has its detail';
+}
+
+/**
+ * A chunk's notifications, as the live follower would have made them for its blocks (with
+ * `backfill: true`): an address subscription's transfers of the addresses it watches, an event
+ * subscription's logs of its event on its contracts (or any). Lists are re-read per chunk: they
+ * may change while a long backfill runs.
+ */
+async function chunkNotifications(
+  db: Db,
+  family: BackfillFamily,
+  job: BackfillRow,
+  watching: WatchedEndpoint,
+  { from, to, head }: { from: number; to: number; head: number },
+): Promise<NewNotification[]> {
+  let scan: HistoryScan<unknown>;
+  let lookup: Lookup;
+  const { contractEvent } = watching;
+  if (contractEvent) {
+    // Checked when the job starts (replay): a family without events never gets here.
+    if (!family.events) throw new Error(`the ${job.network} network has no history of contract events`);
+    const contracts = contractEvent.anyContract
+      ? undefined
+      : await watchedAddresses(db, job.subscriptionId, family.caseless);
+    scan = await family.events.scan(from, to, { event: contractEvent.event, contracts });
+    lookup = eventLookupOf({ ...watching, contractEvent }, scan.watched);
+  } else {
+    const watched = await watchedAddresses(db, job.subscriptionId, family.caseless);
+    scan = await family.history.scan(from, to, watched);
+    lookup = lookupOf(watching, scan.watched, family.caseless);
+  }
+  const match = family.matcher(lookup);
+  const items: NewNotification[] = [];
+  for (const block of scan.blocks as ChainBlock<unknown>[])
+    items.push(...blockNotifications(job.network, block, await match(block), head, { backfill: true }));
+  return items;
 }
 
 /** The job stopped on purpose (cancelled, subscription gone, lock lost): not an error. */
@@ -98,12 +134,17 @@ export function createJobRunner(deps: JobRunnerDeps, { log, jobSleepers, isRunni
       await finish(job.id, 'failed', 'the subscription was deleted');
       return;
     }
-    const watching = {
+    if (sub.contractEvent && !family.events) {
+      await finish(job.id, 'failed', `contract events have no history on the ${job.network} network here`);
+      return;
+    }
+    const watching: WatchedEndpoint = {
       id: sub.id,
       accountId: sub.accountId,
       network: job.network,
       confirmations: sub.confirmations,
       mempool: sub.mempool,
+      ...(sub.contractEvent ? { contractEvent: sub.contractEvent } : {}),
     };
     const depth = Math.max(1, sub.confirmations);
     let position = job.position;
@@ -126,13 +167,7 @@ export function createJobRunner(deps: JobRunnerDeps, { log, jobSleepers, isRunni
           await nap.sleep(deps.pollIntervalMs);
           continue;
         }
-        // Re-read per chunk: the address list may change while a long backfill runs.
-        const watched = await watchedAddresses(deps.db, job.subscriptionId, family.caseless);
-        const scan = await family.history.scan(from, to, watched);
-        const match = family.matcher(lookupOf(watching, scan.watched, family.caseless));
-        const items: NewNotification[] = [];
-        for (const block of scan.blocks as ChainBlock<unknown>[])
-          items.push(...blockNotifications(job.network, block, await match(block), head, { backfill: true }));
+        const items = await chunkNotifications(deps.db, family, job, watching, { from, to, head });
         await deps.db.transaction(async (tx) => {
           const inserted = await enqueueNotifications(tx, items);
           const moved = await tx

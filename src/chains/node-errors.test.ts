@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createPublicClient, HttpRequestError, http as httpTransport } from 'viem';
 import { afterEach, describe, expect, it } from 'vitest';
 import { UpstreamUnavailableError } from '../errors.js';
-import { describeNodeError, isNodeError, nodeUnavailable } from './node-errors.js';
+import { describeNodeError, isLogRangeTooLarge, isNodeError, nodeUnavailable } from './node-errors.js';
 
 const servers: http.Server[] = [];
 
@@ -142,5 +142,60 @@ describe('nodeUnavailable, what a client is told', () => {
     expect(nodeUnavailable(networkAt('node.example'), odd).message).toBe(
       'The ETH node is unavailable: The node failed unexpectedly',
     );
+  });
+});
+
+describe('isLogRangeTooLarge: an eth_getLogs range a smaller one may pass', () => {
+  /** What a real viem client throws when the node answers `error` (or HTTP `status` with it). */
+  async function answered(error: { code: number; message: string }, status = 200): Promise<unknown> {
+    const host = await serve((_req, res) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: 0, error }));
+    });
+    const client = createPublicClient({
+      transport: httpTransport(`http://${host}`, { retryCount: 0 }),
+      cacheTime: 0,
+    });
+    return client.getLogs({ fromBlock: 0n, toBlock: 100_000n }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+  }
+
+  it.each([
+    [-32005, 'query returned more than 10000 results'],
+    [-32602, 'query exceeds max results 20000, retry with the range 1-2'],
+    [-32602, 'query exceeds max block range 100000'],
+    [-32000, 'Log response size exceeded. You can make eth_getLogs requests with up to a 2K block range'],
+    [-32000, 'exceed maximum block range: 5000'],
+    [-32000, 'block range is too wide'],
+    [-32602, 'eth_getLogs is limited to a 10,000 range'],
+    [-32000, 'Block range limit exceeded.'],
+    [-32000, 'Exceeded max range limit for eth_getLogs: 2000'],
+    [-32000, 'query timeout exceeded'],
+  ])('recognises %i "%s"', async (code, message) => {
+    expect(isLogRangeTooLarge(await answered({ code, message }))).toBe(true);
+  });
+
+  it('recognises it in the body of an HTTP 400 some providers answer with', async () => {
+    expect(
+      isLogRangeTooLarge(
+        await answered({ code: -32005, message: 'query returned more than 10000 results' }, 400),
+      ),
+    ).toBe(true);
+  });
+
+  it.each([
+    [-32005, 'daily request count exceeded, request rate limited'],
+    [-32000, 'header not found'],
+    [429, 'Your app has exceeded its compute units per second capacity'],
+    [-32601, 'the method eth_getLogs does not exist/is not available'],
+  ])('refuses %i "%s": a smaller range would not pass', async (code, message) => {
+    expect(isLogRangeTooLarge(await answered({ code, message }))).toBe(false);
+  });
+
+  it('refuses a node that does not answer', async () => {
+    const host = await serve((req) => req.socket.destroy());
+    expect(isLogRangeTooLarge(await viemFailure(host))).toBe(false);
   });
 });

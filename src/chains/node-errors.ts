@@ -212,3 +212,48 @@ export function isMethodUnavailable(err: unknown): boolean {
     return [details, message].some((text) => typeof text === 'string' && METHOD_UNAVAILABLE.test(text));
   });
 }
+
+/**
+ * What nodes and providers answer when an `eth_getLogs` range holds more than they serve at once
+ * (Infura, Polygon: "query returned more than 10000 results"; reth: "query exceeds max results
+ * 20000" / "max block range"; Alchemy: "Log response size exceeded"; BSC: "exceed maximum block
+ * range: 5000"; Moonbeam, Ankr: "block range is too wide"; QuickNode: "limited to a 10,000 block
+ * range"; Chainstack: "Block range limit exceeded"; some: "query timeout exceeded"). Rate limits
+ * ("request rate exceeded", "capacity") are not among them: a smaller range would not help.
+ */
+const LOG_RANGE_TOO_LARGE = new RegExp(
+  [
+    'more than [\\d,]+ (results|logs|entries)',
+    'too many (results|logs)',
+    'response size',
+    'exceeds? (the )?(max|maximum)\\b',
+    'exceeded max(imum)? (block )?(range|results)',
+    'max(imum)? (block )?range',
+    '(block )?range (is )?too (large|wide|big)',
+    'range limit',
+    'limited to (a |an )?[\\d,]+',
+    'query timeout',
+  ].join('|'),
+  'i',
+);
+
+/**
+ * Whether a node refused an `eth_getLogs` request because its range holds too much (too many blocks
+ * or too many logs): the same query over a smaller range may pass.
+ */
+export function isLogRangeTooLarge(err: unknown): boolean {
+  const errors: unknown[] = [];
+  if (err instanceof BaseError) {
+    err.walk((e) => {
+      errors.push(e);
+      return false;
+    });
+  } else errors.push(err);
+  return errors.some((e) => {
+    if (typeof e !== 'object' || e === null) return false;
+    // Its words, wherever it said them: a JSON-RPC error, or the body of an HTTP 4xx some providers
+    // answer with; a failure to reach it says none of them.
+    const { details, message } = e as { details?: unknown; message?: unknown };
+    return [details, message].some((text) => typeof text === 'string' && LOG_RANGE_TOO_LARGE.test(text));
+  });
+}

@@ -3,12 +3,14 @@
  * endpoint.
  */
 import { eq } from 'drizzle-orm';
+import { type AbiParameter, encodeAbiParameters, getAddress, type Hex, zeroAddress } from 'viem';
+import { decodeFollowedLog } from '../chains/evm/events.js';
 import type { Network } from '../chains/networks.js';
 import { ConflictError } from '../errors.js';
 import { enqueueNotifications, newNotificationId } from '../notify/outbox.js';
 import type { SubscriptionsContext } from './context.js';
 import { undeleted } from './helpers.js';
-import { REGISTRY_EVENTS, type SubscriptionRow } from './model.js';
+import { CONTRACT_LOG_EVENT, REGISTRY_EVENTS, type SubscriptionRow } from './model.js';
 import { subscriptionAddresses } from './schema.js';
 
 /** Transaction ids shaped as each family writes them (hex hash, base32 id, base58 signature). */
@@ -49,6 +51,67 @@ function samplePayload(
   };
 }
 
+const ZERO_WORD: Hex = `0x${'00'.repeat(32)}`;
+
+/** The zero value of an ABI type, as viem encodes it: 0, false, the zero address, empty bytes… */
+function zeroValue(param: AbiParameter): unknown {
+  const array = /^(.*)\[(\d*)\]$/.exec(param.type);
+  if (array) {
+    const element = { ...param, type: array[1]! } as AbiParameter;
+    return array[2] === '' ? [] : Array.from({ length: Number(array[2]) }, () => zeroValue(element));
+  }
+  if (param.type === 'tuple') {
+    const { components } = param as { components: readonly AbiParameter[] };
+    return components.map(zeroValue);
+  }
+  if (param.type === 'address') return zeroAddress;
+  if (param.type === 'bool') return false;
+  if (param.type === 'string') return '';
+  if (param.type === 'bytes') return '0x';
+  if (param.type.startsWith('bytes')) return `0x${'00'.repeat(Number(param.type.slice(5)))}`;
+  return 0n;
+}
+
+/**
+ * A sample contract event with the documented fields (DESIGN §6) of a real one: every argument
+ * zero (an indexed one a zero topic), decoded as a real log would be, from the contract followed
+ * (the zero address for an event followed on any contract).
+ */
+function sampleEventPayload(
+  network: Network,
+  contract: string,
+  sub: SubscriptionRow,
+  id: string,
+): Record<string, unknown> {
+  const { event } = sub.contractEvent!;
+  const inputs = event.abi?.inputs ?? [];
+  const indexed = event.topicCount === null ? 0 : inputs.filter((i) => i.indexed).length;
+  const topics: Hex[] = [
+    ...(event.topic0 ? [event.topic0] : []),
+    ...Array.from({ length: indexed }, () => ZERO_WORD),
+  ];
+  const unindexed = inputs.filter((i) => !i.indexed);
+  const data = encodeAbiParameters(unindexed, unindexed.map(zeroValue));
+  const log = { address: contract as Hex, topics, data };
+  const args = event.abi ? decodeFollowedLog(event, log) : undefined;
+  return {
+    chain: network.name,
+    contractAddress: getAddress(contract),
+    txId: SAMPLE_TX_ID.evm,
+    blockNumber: 1,
+    blockHash: `0x${'cd'.repeat(32)}`,
+    logIndex: 0,
+    ...(event.abi ? { event: event.abi.name, signature: event.signature } : {}),
+    topics,
+    data,
+    ...(args === undefined ? {} : { args }),
+    id,
+    subscriptionId: sub.id,
+    confirmations: sub.confirmations,
+    test: true,
+  };
+}
+
 export function createTestNotifications(ctx: SubscriptionsContext) {
   const { db, networks } = ctx;
 
@@ -80,8 +143,14 @@ export function createTestNotifications(ctx: SubscriptionsContext) {
                 .orderBy(subscriptionAddresses.address)
                 .limit(1)
             : [{ address: row.address }];
-        if (!first) throw new ConflictError('The subscription watches no addresses yet; add some first');
-        payload = samplePayload(network, first.address, row, notificationId);
+        if (row.type === CONTRACT_LOG_EVENT) {
+          const contract = row.contractEvent?.anyContract ? zeroAddress : first?.address;
+          if (!contract) throw new ConflictError('The subscription follows no contract yet; add some first');
+          payload = sampleEventPayload(network, contract, row, notificationId);
+        } else {
+          if (!first) throw new ConflictError('The subscription watches no addresses yet; add some first');
+          payload = samplePayload(network, first.address, row, notificationId);
+        }
       }
       await db.transaction((tx) =>
         enqueueNotifications(tx, [

@@ -33,6 +33,9 @@ import {
   extractTransfers,
   fetchBlockActivity,
   formatAmount,
+  type RpcLog,
+  type RpcReceipt,
+  rpcLogs,
   TRANSFER_BATCH_TOPIC,
   TRANSFER_SINGLE_TOPIC,
   TRANSFER_TOPIC,
@@ -725,5 +728,35 @@ describe('extractTransfers', () => {
       from: getAddress(a),
       to: getAddress(b),
     });
+  });
+});
+
+describe('rpcLogs', () => {
+  const log = (logIndex: number, data: Hex): RpcLog => ({
+    address: '0x00000000000000000000000000000000000000aa',
+    topics: [`0x${'11'.repeat(32)}`],
+    data,
+    logIndex: `0x${logIndex.toString(16)}`,
+  });
+  const receipt = (index: number, status: Hex | undefined, logs: RpcLog[]): RpcReceipt => ({
+    transactionHash: `0x${String(index).repeat(64).slice(0, 64)}`,
+    transactionIndex: `0x${index.toString(16)}`,
+    blockHash: `0x${'bb'.repeat(32)}`,
+    ...(status === undefined ? {} : { status }),
+    logs,
+  });
+
+  it('lists the logs of successful and pre-Byzantium receipts in block order; a failed one has none', () => {
+    const logs = rpcLogs([
+      receipt(2, undefined, [log(3, '0x03')]),
+      receipt(1, '0x1', [log(1, '0x01'), log(2, '0x02')]),
+      // A node that answered logs for a failed transaction: they never happened.
+      receipt(3, '0x0', [log(4, '0x04')]),
+    ]);
+    expect(logs.map((l) => [l.logIndex, l.txIndex, l.data])).toEqual([
+      [1, 1, '0x01'],
+      [2, 1, '0x02'],
+      [3, 2, '0x03'],
+    ]);
   });
 });

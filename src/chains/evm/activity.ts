@@ -300,13 +300,14 @@ export function rpcPayments(
 }
 
 /**
- * The logs of a block's successful transactions in block order, for contract events. As for
- * transfers, a receipt without a status (before Byzantium) is not known to have succeeded.
+ * The logs of a block's successful transactions in block order, for contract events. A failed
+ * transaction leaves no log, so a receipt without a status (before Byzantium) is read as well:
+ * what eth_getLogs (a backfill) answers for that block.
  */
 export function rpcLogs(receipts: readonly RpcReceipt[]): EvmLog[] {
   const logs: EvmLog[] = [];
   for (const receipt of receipts) {
-    if (receipt.status !== '0x1' || receipt.logs.length === 0) continue;
+    if (receipt.status === '0x0' || receipt.logs.length === 0) continue;
     const txIndex = Number(receipt.transactionIndex);
     for (const log of receipt.logs) {
       logs.push({

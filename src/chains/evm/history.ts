@@ -1,7 +1,9 @@
 /**
  * History of watched addresses on an EVM chain, for a backfill: token transfers through
  * `eth_getLogs` with the addresses in the topics, native transfers by scanning each block of the
- * range (no node indexes value transfers by address), every request through a throttle.
+ * range (no node indexes value transfers by address), every request through a throttle; and the
+ * logs of a followed contract event (event-history.ts). `eth_getLogs` ranges the node refuses as
+ * too large are halved until they pass (get-logs.ts).
  */
 import { type Hex, type PublicClient, pad } from 'viem';
 import type { Throttle } from '../../shared/throttle.js';
@@ -10,7 +12,6 @@ import {
   logTransfers,
   nativeTransfer,
   type RpcBlock,
-  type RpcLog,
   type RpcReceipt,
   type RpcTransaction,
   rpcTransfers,
@@ -18,6 +19,8 @@ import {
   TRANSFER_SINGLE_TOPIC,
   TRANSFER_TOPIC,
 } from './activity.js';
+import { describeEventScan, type EventLogQuery, scanEventLogs } from './event-history.js';
+import { getLogs, hex, type Request, type RpcHistoryLog, throttledRequest } from './get-logs.js';
 import type { TraceReader } from './trace-reader.js';
 import type { InternalTransfer } from './traces.js';
 import type { EvmBlockActivity, EvmTransfer } from './types.js';
@@ -29,15 +32,6 @@ const FILTERED_LOGS_MAX = 1_000;
 /** Blocks read at once while scanning for native transfers. */
 const BLOCKS_IN_FLIGHT = 4;
 
-interface RpcHistoryLog extends RpcLog {
-  blockNumber: Hex;
-  blockHash: Hex;
-  transactionHash: Hex;
-  transactionIndex: Hex;
-  removed?: boolean;
-}
-
-const hex = (n: number): Hex => `0x${n.toString(16)}`;
 const lower = (a: string) => a.toLowerCase();
 
 export interface EvmHistoryOptions {
@@ -49,30 +43,11 @@ export interface EvmHistoryOptions {
   traces?: TraceReader;
 }
 
-/** A JSON-RPC request to the node, sent once the throttle lets it through. */
-type Request = <T>(method: string, params: unknown[]) => Promise<T>;
-
-function throttledRequest(client: PublicClient, throttle: Throttle): Request {
-  return async function request<T>(method: string, params: unknown[]): Promise<T> {
-    await throttle.take();
-    return (await client.request({ method: method as never, params: params as never })) as T;
-  };
-}
-
 /** What a scan reads the node through. */
 interface EvmHistoryNode {
   request: Request;
   throttle: Throttle;
   traces?: TraceReader;
-}
-
-function getLogs(
-  request: Request,
-  from: number,
-  to: number,
-  topics: (Hex | Hex[] | null)[],
-): Promise<RpcHistoryLog[]> {
-  return request<RpcHistoryLog[]>('eth_getLogs', [{ fromBlock: hex(from), toBlock: hex(to), topics }]);
 }
 
 /**
@@ -89,15 +64,15 @@ async function transferLogs(
   const erc1155: Hex[] = [TRANSFER_SINGLE_TOPIC, TRANSFER_BATCH_TOPIC];
   const found: RpcHistoryLog[] = [];
   if (watched.count > FILTERED_LOGS_MAX) {
-    found.push(...(await getLogs(request, from, to, [[TRANSFER_TOPIC, ...erc1155]])));
+    found.push(...(await getLogs(request, from, to, { topics: [[TRANSFER_TOPIC, ...erc1155]] })));
   } else {
     for await (const page of watched.pages(TOPIC_PAGE)) {
       const topics = page.map((a) => pad(lower(a) as Hex, { size: 32 }));
       const answers = await Promise.all([
-        getLogs(request, from, to, [TRANSFER_TOPIC, topics]),
-        getLogs(request, from, to, [TRANSFER_TOPIC, null, topics]),
-        getLogs(request, from, to, [erc1155, null, topics]),
-        getLogs(request, from, to, [erc1155, null, null, topics]),
+        getLogs(request, from, to, { topics: [TRANSFER_TOPIC, topics] }),
+        getLogs(request, from, to, { topics: [TRANSFER_TOPIC, null, topics] }),
+        getLogs(request, from, to, { topics: [erc1155, null, topics] }),
+        getLogs(request, from, to, { topics: [erc1155, null, null, topics] }),
       ]);
       for (const logs of answers) found.push(...logs);
     }
@@ -325,17 +300,25 @@ async function scanRange(
   return { blocks: assembleBlocks(blocks, byHeight), watched: found };
 }
 
-export function evmHistory({
-  client,
-  throttle,
-  chunk,
-  traces,
-}: EvmHistoryOptions): HistorySource<EvmBlockActivity> {
+/** The history of an EVM network: its watched addresses' transfers, and followed contract events. */
+export interface EvmHistorySource extends HistorySource<EvmBlockActivity> {
+  /** A CONTRACT_LOG_EVENT subscription's logs (event-history.ts). */
+  events: {
+    describe: string;
+    scan(from: number, to: number, query: EventLogQuery): Promise<HistoryScan<EvmBlockActivity>>;
+  };
+}
+
+export function evmHistory({ client, throttle, chunk, traces }: EvmHistoryOptions): EvmHistorySource {
   const request = throttledRequest(client, throttle);
   const node: EvmHistoryNode = { request, throttle, traces };
 
   return {
     chunk,
+    events: {
+      describe: describeEventScan(throttle.perSecond),
+      scan: (from, to, query) => scanEventLogs(request, from, to, query),
+    },
     describe:
       `token transfers through eth_getLogs with the watched addresses in the topics; native transfers ` +
       `by reading every block of the range (one request per block)` +
