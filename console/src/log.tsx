@@ -5,6 +5,7 @@
  */
 import { useState } from 'preact/hooks';
 import { api, must, type LoggedNotification as Notification, type Problem, problemOf } from './client';
+import { contractLogParts } from './events';
 import {
   Badge,
   Excerpt,
@@ -60,7 +61,6 @@ function summary(n: Notification): string {
   const body = (n.payload ?? {}) as Record<string, unknown>;
   const text = (key: string) => (typeof body[key] === 'string' ? (body[key] as string) : undefined);
   const parts: string[] = [];
-  if (body.reorg === true) parts.push('withdrawn (reorg)');
   if (body.test === true) parts.push('test');
   const amount = text('amount');
   const kind = text('type');
@@ -68,12 +68,36 @@ function summary(n: Notification): string {
   if (kind === 'fee') parts.push(body.failed === true ? 'fee of a failed transaction' : 'fee');
   if (body.internal === true) parts.push(`internal transfer (call ${text('traceAddress') ?? '?'})`);
   if (amount) parts.push(`${amount} ${text('asset') ?? ''}`.trim());
+  // A contract event: its name, contract and arguments (contract.log, contract.log.reorg, a sample).
+  if (text('contractAddress') && Array.isArray(body.topics)) parts.push(...contractLogParts(body));
   const tx = text('txId');
   if (tx) parts.push(`tx ${shortText(tx)}`);
   if (kind?.startsWith('registry.')) parts.push(kind);
   if (body.mempool === true) parts.push('in mempool');
   else if (typeof body.blockNumber === 'number') parts.push(`block ${body.blockNumber}`);
+  if (typeof body.logIndex === 'number') parts.push(`log ${body.logIndex}`);
+  if (body.backfill === true) parts.push('backfill');
   return parts.join(' · ');
+}
+
+/** The summary cell: a withdrawal (its block left the chain) marked as such, then the line. */
+function Summary(props: { n: Notification }) {
+  const reorg = (props.n.payload as { reorg?: unknown } | null)?.reorg === true;
+  return (
+    <td class="summary">
+      {reorg && (
+        <>
+          <span
+            class="badge badge-reorg"
+            title="Its block left the chain: this takes back the earlier notification"
+          >
+            withdrawn (reorg)
+          </span>{' '}
+        </>
+      )}
+      {summary(props.n)}
+    </td>
+  );
 }
 
 function Attempts(props: { n: Notification }) {
@@ -309,7 +333,7 @@ export function DeliveryLog(props: {
                 </td>
               )}
               <td>{n.eventType}</td>
-              <td class="summary">{summary(n)}</td>
+              <Summary n={n} />
               <td>
                 <Badge value={n.state} />
               </td>

@@ -1,10 +1,21 @@
 /**
- * Subscriptions: the list (filtered by network and state), the create form (validated by the
- * API, whose messages are shown at the fields they name), and one subscription with its actions
- * and delivery log.
+ * Subscriptions: the list (filtered by network, type and state), the create form (validated by
+ * the API, whose messages are shown at the fields they name) for address transactions and
+ * contract events, and one subscription with its actions and delivery log.
  */
 import { useState } from 'preact/hooks';
 import { api, must, type Problem, problemOf, type Subscription } from './client';
+import {
+  CONTRACT_LOG_EVENT,
+  describeEventSubscription,
+  EVENT_POINTERS,
+  EventFacts,
+  EventFields,
+  type EventInput,
+  EventWatches,
+  eventAttr,
+  InputProblem,
+} from './events';
 import { DeliveryLog } from './log';
 import {
   Badge,
@@ -27,6 +38,7 @@ import {
 /** A subscription in a few words, for a table cell or a choice: its network and what it watches. */
 export function describeSubscription(s: Subscription): string {
   if (s.type === 'REGISTRY_EVENTS') return `registry events ${shortId(s.attr.registryId ?? '')}`;
+  if (s.type === CONTRACT_LOG_EVENT) return describeEventSubscription(s.attr);
   const where = s.attr.address ? shortText(s.attr.address) : `${s.attr.addressCount ?? 0} addresses`;
   return `${s.attr.chain ?? ''} ${where}`;
 }
@@ -48,7 +60,28 @@ const FORM_POINTERS = [
   '#/ack',
   '#/callbackToken',
   '#/signature',
+  ...EVENT_POINTERS,
 ];
+
+type Kind = 'ADDRESS_TRANSACTION' | typeof CONTRACT_LOG_EVENT;
+
+/** The names of the subscription types, for the list, the form and the filter. */
+const TYPE_NAMES: Record<string, string> = {
+  ADDRESS_TRANSACTION: 'Address transactions',
+  CONTRACT_LOG_EVENT: 'Contract event',
+  REGISTRY_EVENTS: 'Registry events',
+};
+
+/** A field error found before asking the API, shown at its field as the API's are. */
+function inputProblem(err: InputProblem): Problem {
+  return {
+    type: 'about:blank',
+    title: 'Invalid subscription',
+    status: 400,
+    detail: 'Nothing was sent: correct the field below.',
+    errors: [{ pointer: err.pointer, detail: err.detail }],
+  };
+}
 
 /** What signs a subscription's deliveries, as create and rotate answer it: a secret or a public key. */
 function signingValues(answer: { secret?: string; publicKey?: string }): [string, string][] {
@@ -58,6 +91,8 @@ function signingValues(answer: { secret?: string; publicKey?: string }): [string
 }
 
 function CreateSubscription(props: { networks: string[]; onCreated: () => void }) {
+  const [kind, setKind] = useState<Kind>('ADDRESS_TRANSACTION');
+  const [eventInput, setEventInput] = useState<EventInput>({ event: '', contracts: '', filter: '' });
   const [chain, setChain] = useState('');
   const [addresses, setAddresses] = useState('');
   const [url, setUrl] = useState('');
@@ -81,15 +116,21 @@ function CreateSubscription(props: { networks: string[]; onCreated: () => void }
       .split(/[\s,]+/)
       .map((a) => a.trim())
       .filter(Boolean);
-    const attr = list.length > 1 ? { chain, url, addresses: list } : { chain, url, address: list[0] ?? '' };
+    const events = kind === CONTRACT_LOG_EVENT;
     try {
+      const attr = events
+        ? eventAttr(eventInput, chain, url)
+        : list.length > 1
+          ? { chain, url, addresses: list }
+          : { chain, url, address: list[0] ?? '' };
       const answer = await must(
         api.POST('/api/v1/subscription', {
           body: {
-            type: 'ADDRESS_TRANSACTION',
+            type: kind,
             attr,
             ...(confirmations !== '' ? { confirmations: Number(confirmations) } : {}),
-            ...(mempool ? { mempool: mempool === 'on' } : {}),
+            // Contract events come from mined blocks: the mempool choice is not theirs.
+            ...(mempool && !events ? { mempool: mempool === 'on' } : {}),
             ack,
             signature,
             ...(callbackToken ? { callbackToken } : {}),
@@ -98,9 +139,10 @@ function CreateSubscription(props: { networks: string[]; onCreated: () => void }
       );
       setCreated(answer);
       setAddresses('');
+      setEventInput({ event: '', contracts: '', filter: '' });
       props.onCreated();
     } catch (err) {
-      setProblem(problemOf(err));
+      setProblem(err instanceof InputProblem ? inputProblem(err) : problemOf(err));
     } finally {
       setBusy(false);
     }
@@ -127,7 +169,28 @@ function CreateSubscription(props: { networks: string[]; onCreated: () => void }
         shown={(p) => FORM_POINTERS.some((f) => p === f || p.startsWith(`${f}/`))}
       />
       <div class="grid">
-        <Field label="Network" errors={errorsAt(problem, '#/attr/chain')} hint="ETH, BTC, SOL, DEVNET…">
+        <SelectField
+          label="Type"
+          value={kind}
+          onValue={setKind}
+          options={[
+            ['ADDRESS_TRANSACTION', 'Address transactions'],
+            [CONTRACT_LOG_EVENT, 'Contract event (EVM)'],
+          ]}
+          errors={errorsAt(problem, '#/type')}
+          hint={
+            kind === CONTRACT_LOG_EVENT
+              ? 'An event emitted by contracts, decoded'
+              : 'Value moving to or from addresses'
+          }
+        />
+        <Field
+          label="Network"
+          errors={errorsAt(problem, '#/attr/chain')}
+          hint={
+            kind === CONTRACT_LOG_EVENT ? 'An EVM network: ETH, BSC, POL, DEVNET…' : 'ETH, BTC, SOL, DEVNET…'
+          }
+        >
           {(attrs) => (
             <>
               <input
@@ -145,15 +208,19 @@ function CreateSubscription(props: { networks: string[]; onCreated: () => void }
             </>
           )}
         </Field>
-        <TextField
-          label="Addresses"
-          rows={2}
-          verbatim
-          value={addresses}
-          onValue={setAddresses}
-          errors={[...errorsAt(problem, '#/attr/address'), ...errorsAt(problem, '#/attr/addresses')]}
-          hint="One address, or several separated by spaces or new lines"
-        />
+        {kind === CONTRACT_LOG_EVENT ? (
+          <EventFields value={eventInput} onValue={setEventInput} problem={problem} />
+        ) : (
+          <TextField
+            label="Addresses"
+            rows={2}
+            verbatim
+            value={addresses}
+            onValue={setAddresses}
+            errors={[...errorsAt(problem, '#/attr/address'), ...errorsAt(problem, '#/attr/addresses')]}
+            hint="One address, or several separated by spaces or new lines"
+          />
+        )}
         <TextField
           label="Callback URL"
           type="url"
@@ -169,17 +236,19 @@ function CreateSubscription(props: { networks: string[]; onCreated: () => void }
           errors={errorsAt(problem, '#/confirmations')}
           hint="Empty: the network's default"
         />
-        <SelectField
-          label="Mempool"
-          value={mempool}
-          onValue={setMempool}
-          options={[
-            ['', 'Default (on for EVM networks)'],
-            ['on', 'Notify pending transactions'],
-            ['off', 'Included transactions only'],
-          ]}
-          errors={errorsAt(problem, '#/mempool')}
-        />
+        {kind !== CONTRACT_LOG_EVENT && (
+          <SelectField
+            label="Mempool"
+            value={mempool}
+            onValue={setMempool}
+            options={[
+              ['', 'Default (on for EVM networks)'],
+              ['on', 'Notify pending transactions'],
+              ['off', 'Included transactions only'],
+            ]}
+            errors={errorsAt(problem, '#/mempool')}
+          />
+        )}
         <SelectField
           label="Acknowledgement"
           value={ack}
@@ -220,6 +289,7 @@ function CreateSubscription(props: { networks: string[]; onCreated: () => void }
 export function SubscriptionsView(props: { networks: string[] }) {
   const [chain, setChain] = useState('');
   const [status, setStatus] = useState<'' | 'active' | 'disabled' | 'deleted'>('');
+  const [type, setType] = useState<'' | Kind | 'REGISTRY_EVENTS'>('');
   const pages = usePages();
   const [creating, setCreating] = useState(false);
   const list = useLoaded(
@@ -231,12 +301,13 @@ export function SubscriptionsView(props: { networks: string[] }) {
               limit: 50,
               ...(chain ? { chain } : {}),
               ...(status ? { status } : {}),
+              ...(type ? { type } : {}),
               ...(pages.cursor ? { cursor: pages.cursor } : {}),
             },
           },
         }),
       ),
-    JSON.stringify([chain, status, pages.cursor]),
+    JSON.stringify([chain, status, type, pages.cursor]),
   );
   const networks = [...new Set([...props.networks, ...(chain ? [chain] : [])])].sort();
 
@@ -268,6 +339,23 @@ export function SubscriptionsView(props: { networks: string[] }) {
           </select>
         </label>
         <label>
+          Type
+          <select
+            value={type}
+            onChange={(e) => {
+              setType(e.currentTarget.value as typeof type);
+              pages.reset();
+            }}
+          >
+            <option value="">All types</option>
+            {Object.entries(TYPE_NAMES).map(([value, name]) => (
+              <option key={value} value={value}>
+                {name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
           State
           <select
             value={status}
@@ -286,23 +374,28 @@ export function SubscriptionsView(props: { networks: string[] }) {
       <ProblemAlert problem={list.problem} />
       <Table
         caption="Subscriptions, newest first"
-        columns={['Network', 'Watches', 'Callback URL', 'State', 'Created']}
+        columns={['Network', 'Type', 'Watches', 'Callback URL', 'State', 'Created']}
         empty={
           list.data?.data.length === 0 && (
-            <>No subscriptions{chain || status ? ' match these filters' : ' yet'}.</>
+            <>No subscriptions{chain || status || type ? ' match these filters' : ' yet'}.</>
           )
         }
       >
         {list.data?.data.map((s) => (
-          <tr key={s.id}>
-            <td>{s.attr.chain ?? (s.type === 'REGISTRY_EVENTS' ? 'registry events' : '—')}</td>
+          <tr key={s.id} data-subscription={s.id}>
+            <td>{s.attr.chain ?? '—'}</td>
+            <td>{TYPE_NAMES[s.type] ?? s.type}</td>
             <td>
-              <a href={`#/subscriptions/${s.id}`} class="mono">
-                {s.attr.address ??
-                  (s.type === 'REGISTRY_EVENTS'
-                    ? `registry ${shortId(s.attr.registryId ?? '')}`
-                    : `${s.attr.addressCount ?? 0} addresses`)}
-              </a>
+              {s.type === CONTRACT_LOG_EVENT ? (
+                <EventWatches s={s} />
+              ) : (
+                <a href={`#/subscriptions/${s.id}`} class="mono">
+                  {s.attr.address ??
+                    (s.type === 'REGISTRY_EVENTS'
+                      ? `registry ${shortId(s.attr.registryId ?? '')}`
+                      : `${s.attr.addressCount ?? 0} addresses`)}
+                </a>
+              )}
             </td>
             <td class="mono">{s.attr.url}</td>
             <td>
@@ -362,7 +455,9 @@ export function SubscriptionView(props: { id: string }) {
             </div>
             <div>
               <dt>Type</dt>
-              <dd>{s.type}</dd>
+              <dd>
+                {TYPE_NAMES[s.type] ?? s.type} <span class="muted mono">{s.type}</span>
+              </dd>
             </div>
             {s.attr.chain && (
               <div>
@@ -370,13 +465,19 @@ export function SubscriptionView(props: { id: string }) {
                 <dd>{s.attr.chain}</dd>
               </div>
             )}
-            <div>
-              <dt>Watches</dt>
-              <dd class="mono">
-                {s.attr.address ??
-                  (s.attr.registryId ? `registry ${s.attr.registryId}` : `${s.attr.addressCount} addresses`)}
-              </dd>
-            </div>
+            {s.type === CONTRACT_LOG_EVENT ? (
+              <EventFacts attr={s.attr} />
+            ) : (
+              <div>
+                <dt>Watches</dt>
+                <dd class="mono">
+                  {s.attr.address ??
+                    (s.attr.registryId
+                      ? `registry ${s.attr.registryId}`
+                      : `${s.attr.addressCount} addresses`)}
+                </dd>
+              </div>
+            )}
             <div>
               <dt>Callback URL</dt>
               <dd class="mono">{s.attr.url}</dd>
@@ -385,10 +486,12 @@ export function SubscriptionView(props: { id: string }) {
               <dt>Confirmations</dt>
               <dd>{s.confirmations}</dd>
             </div>
-            <div>
-              <dt>Mempool</dt>
-              <dd>{s.mempool ? 'notified' : 'not notified'}</dd>
-            </div>
+            {s.type !== CONTRACT_LOG_EVENT && (
+              <div>
+                <dt>Mempool</dt>
+                <dd>{s.mempool ? 'notified' : 'not notified'}</dd>
+              </div>
+            )}
             <div>
               <dt>Signature</dt>
               <dd>{s.signature === 'ed25519' ? 'Ed25519 (v1a)' : 'HMAC-SHA256 (v1)'}</dd>

@@ -81,6 +81,50 @@ export type components = {
              */
             reorg: true;
         };
+        /** @description A log a followed contract event matched (CONTRACT_LOG_EVENT subscriptions; events `contract.log`, and `contract.log.reorg` with `reorg: true`) */
+        ContractLogEvent: {
+            /** @description The network’s name (ETH, BASE, DEVNET…) */
+            chain: string;
+            /** @description The contract that emitted the log, EIP-55 checksummed */
+            contractAddress: string;
+            /** @description The transaction that emitted it */
+            txId: string;
+            blockNumber: number;
+            blockHash: string;
+            /** @description The log’s position in its block */
+            logIndex: number;
+            /** @description The event’s name (absent for a subscription made with a bare topic0) */
+            event?: string;
+            /** @description The canonical signature, `Transfer(address,address,uint256)` (absent for a bare topic0) */
+            signature?: string;
+            /** @description As the node returned them, lower-case hex */
+            topics: string[];
+            /** @description The log’s data as the node returned it, lower-case hex (`0x` when empty) */
+            data: string;
+            /** @description The arguments decoded by name (`arg0`, `arg1`… where the ABI names none): integers as decimal strings, addresses checksummed, bytes as hex, bool, string, arrays as arrays, tuples as objects by component name; an indexed string, bytes, array or tuple as its topic hash. Absent for a bare topic0 */
+            args?: {
+                [key: string]: unknown;
+            };
+            /**
+             * Format: uuid
+             * @description The notification id, equal to the `webhook-id` header; deduplicate on it
+             */
+            id: string;
+            /** Format: uuid */
+            subscriptionId: string;
+            /** @description Depth of the block when notified */
+            confirmations: number;
+            /**
+             * @description Event `contract.log.reorg`: this withdraws an earlier notification (same body, new id) whose block left the canonical chain
+             * @enum {boolean}
+             */
+            reorg?: true;
+            /**
+             * @description Sent by a backfill of past blocks
+             * @enum {boolean}
+             */
+            backfill?: true;
+        };
         /** @description A transaction carrying the registry’s Merkle root is deep enough on its chain */
         RegistryAnchoredEvent: {
             /** @enum {string} */
@@ -169,8 +213,8 @@ export type components = {
              */
             test: true;
         };
-        /** @description Any webhook body. Registry events have a `type` of `registry.*`; address notifications have `type` `native` or `token`, with `reorg: true` on a withdrawal and `test: true` on a sample */
-        WebhookEvent: components["schemas"]["AddressTransactionEvent"] | components["schemas"]["AddressTransactionReorgEvent"] | components["schemas"]["TestEvent"] | components["schemas"]["RegistryCreatedEvent"] | components["schemas"]["RegistryAnchoredEvent"] | components["schemas"]["RegistryRevokedEvent"];
+        /** @description Any webhook body. Registry events have a `type` of `registry.*`; address notifications have `type` `native` or `token`, with `reorg: true` on a withdrawal and `test: true` on a sample; contract events have `contractAddress`, `topics` and `data` */
+        WebhookEvent: components["schemas"]["AddressTransactionEvent"] | components["schemas"]["AddressTransactionReorgEvent"] | components["schemas"]["ContractLogEvent"] | components["schemas"]["TestEvent"] | components["schemas"]["RegistryCreatedEvent"] | components["schemas"]["RegistryAnchoredEvent"] | components["schemas"]["RegistryRevokedEvent"];
     };
     responses: never;
     parameters: never;

@@ -12,6 +12,14 @@ export type WebhookEvent = Schemas['WebhookEvent'];
 export type AddressTransactionEvent = Schemas['AddressTransactionEvent'];
 /** Takes back an earlier notification whose block left the chain. */
 export type AddressTransactionReorgEvent = Schemas['AddressTransactionReorgEvent'];
+/**
+ * A log matched by a contract event subscription (CONTRACT_LOG_EVENT): the contract, transaction,
+ * block and log index, the raw `topics` and `data`, and, unless the subscription was made with a
+ * bare topic0, the event's name, canonical `signature` and `args` decoded by name.
+ */
+export type ContractLogEvent = Schemas['ContractLogEvent'];
+/** Takes back an earlier `contract.log` whose block left the chain: the same body, a new `id`, `reorg: true`. */
+export type ContractLogReorgEvent = ContractLogEvent & { reorg: true };
 /** A sample sent by POST /api/v1/subscription/{id}/test. */
 export type TestEvent = Schemas['TestEvent'];
 export type RegistryCreatedEvent = Schemas['RegistryCreatedEvent'];
@@ -24,14 +32,29 @@ export type EventType =
   | 'address.transaction'
   | 'address.transaction.pending'
   | 'address.transaction.reorg'
+  | 'contract.log'
+  | 'contract.log.reorg'
   | 'test'
   | RegistryEvent['type'];
 
 export function isRegistryEvent(event: WebhookEvent): event is RegistryEvent {
-  return event.type.startsWith('registry.');
+  return 'type' in event && event.type.startsWith('registry.');
 }
 
-export function isReorg(event: WebhookEvent): event is AddressTransactionReorgEvent {
+/** A contract event (`contract.log`, or its withdrawal `contract.log.reorg`): it names a contract and carries topics. */
+export function isContractLog(event: WebhookEvent): event is ContractLogEvent {
+  return 'contractAddress' in event && 'topics' in event;
+}
+
+/** A transfer touching a watched address (a withdrawal or a sample included): neither a contract event nor a registry's. */
+export function isAddressTransaction(
+  event: WebhookEvent,
+): event is AddressTransactionEvent | AddressTransactionReorgEvent | TestEvent {
+  return !isRegistryEvent(event) && !isContractLog(event);
+}
+
+/** A withdrawal of an earlier notification whose block left the chain, of a transfer or of a contract event. */
+export function isReorg(event: WebhookEvent): event is AddressTransactionReorgEvent | ContractLogReorgEvent {
   return (event as { reorg?: unknown }).reorg === true;
 }
 
@@ -42,7 +65,8 @@ export function isTest(event: WebhookEvent): event is TestEvent {
 /** What the Ledgerhook-Event-Type header says of this body. */
 export function eventTypeOf(event: WebhookEvent): EventType {
   if (isRegistryEvent(event)) return event.type;
-  if (isReorg(event)) return 'address.transaction.reorg';
   if (isTest(event)) return 'test';
+  if (isContractLog(event)) return isReorg(event) ? 'contract.log.reorg' : 'contract.log';
+  if (isReorg(event)) return 'address.transaction.reorg';
   return event.mempool === true ? 'address.transaction.pending' : 'address.transaction';
 }

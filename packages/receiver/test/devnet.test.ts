@@ -3,8 +3,9 @@
  * delivers to a real express app and a real fastify app on loopback, each with the middleware
  * and its subscription's secret. Transfers arrive verified and typed and are acknowledged; a
  * resend is deduplicated; forged, stale and unsigned requests are 401; a failing handler is
- * retried by the service; test notifications and registry events are typed; the bodies match the
- * OpenAPI document's schemas, and the committed types are what that document generates.
+ * retried by the service; test notifications, registry events and contract events (a real log of
+ * the EventZoo contract) are typed; the bodies match the OpenAPI document's schemas, and the
+ * committed types are what that document generates.
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -22,7 +23,7 @@ import { GENERATED_FILE, webhookTypes } from '../scripts/generate-types.js';
 import { expressReceiver } from '../src/express.js';
 import { fastifyReceiver } from '../src/fastify.js';
 import type { DeliveryContext } from '../src/receive.js';
-import { isRegistryEvent, isTest, type WebhookEvent } from '../src/types.js';
+import { isContractLog, isRegistryEvent, isTest, type WebhookEvent } from '../src/types.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
@@ -416,6 +417,85 @@ describe('the receiver middleware against a Ledgerhook devnet', () => {
       expect(undocumented({ $ref: `#/components/schemas/${schema}` }, event)).toEqual([]);
       expect(validateEvent(schema, event)).toEqual([]);
     }
+  });
+
+  test('a contract event arrives typed as contract.log, decoded, matching its schema, and a resend is deduplicated', async () => {
+    // A receiver of its own: the subscription's secret comes with it, after its URL is known.
+    const eventsApp = express();
+    const eventsServer = http.createServer(eventsApp);
+    servers.push(eventsServer);
+    const url = `${await listen(eventsServer)}/contract-hooks`;
+    const zoo = await d.deploy('EventZoo');
+    const created = await d.t.request('POST', '/api/v1/subscription', {
+      body: {
+        type: 'CONTRACT_LOG_EVENT',
+        attr: {
+          chain: 'DEVNET',
+          url,
+          event: 'event Ping(address indexed from, uint256 indexed n, string note)',
+          contractAddress: zoo,
+        },
+      },
+    });
+    expect(created.status, created.text).toBe(201);
+    const sub = created.body as Created;
+    const got: Handled[] = [];
+    eventsApp.post(
+      '/contract-hooks',
+      expressReceiver({
+        secret: sub.secret,
+        handler: (event, context) => {
+          got.push({ event, context, threw: false });
+        },
+      }),
+    );
+
+    const from = d.addresses[2]!;
+    const { hash, block } = await d.call(1, zoo, 'EventZoo', 'emitPing', [from, 7n, 'héllo 🦊']);
+    const [first] = await waitFor(() => (got.length > 0 ? got : undefined), 'the contract event', 15_000);
+    const { event, context } = first!;
+    if (!isContractLog(event)) throw new Error('a contract event was expected');
+    expect(context).toEqual({ id: event.id, timestamp: expect.any(Date), eventType: 'contract.log' });
+    expect(event).toMatchObject({
+      chain: 'DEVNET',
+      contractAddress: zoo,
+      txId: hash,
+      blockNumber: Number(block),
+      event: 'Ping',
+      signature: 'Ping(address,uint256,string)',
+      args: { from, n: '7', note: 'héllo 🦊' },
+      subscriptionId: sub.id,
+      confirmations: 1,
+    });
+    expect(event.topics).toHaveLength(3);
+    expect(event.reorg).toBeUndefined();
+    expect(undocumented({ $ref: '#/components/schemas/ContractLogEvent' }, event)).toEqual([]);
+    expect(validateEvent('ContractLogEvent', event)).toEqual([]);
+    expect(validateEvent('WebhookEvent', event)).toEqual([]);
+
+    // The service records it acknowledged; resent, it is acknowledged again without a second call.
+    const logOf = async () =>
+      (
+        (await d.t.request('GET', `/api/v1/subscription/${sub.id}/notifications?limit=100`)).body as {
+          data: Logged[];
+        }
+      ).data;
+    const delivered = await waitFor(async () => {
+      const [entry] = await logOf();
+      return entry?.state === 'delivered' ? entry : undefined;
+    }, 'the contract event delivered');
+    expect(delivered.id).toBe(event.id);
+    const resent = await d.t.request('POST', `/api/v1/notification/${event.id}/resend`);
+    expect(resent.status, resent.text).toBe(202);
+    const again = await waitFor(async () => {
+      const [entry] = await logOf();
+      return entry?.attempts.length === 2 && entry.state === 'delivered' ? entry : undefined;
+    }, 'the resend delivered');
+    expect(again.attempts.map((a) => [a.statusCode, a.response])).toEqual([
+      [200, '{"status":"success"}'],
+      [200, '{"status":"success"}'],
+    ]);
+    expect(got).toHaveLength(1);
   });
 
   test('the committed types (src/openapi.ts) are what openapi-typescript makes of the served document', async () => {

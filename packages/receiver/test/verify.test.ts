@@ -7,7 +7,16 @@ import crypto from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, test } from 'vitest';
 import { createMemoryStore } from '../src/dedupe.js';
-import { eventTypeOf, type WebhookEvent } from '../src/types.js';
+import {
+  type ContractLogEvent,
+  eventTypeOf,
+  isAddressTransaction,
+  isContractLog,
+  isRegistryEvent,
+  isReorg,
+  isTest,
+  type WebhookEvent,
+} from '../src/types.js';
 import { InvalidKeyError, verify, WebhookVerificationError } from '../src/verify.js';
 
 const BODY = JSON.stringify({
@@ -26,6 +35,31 @@ const BODY = JSON.stringify({
   confirmations: 1,
 });
 const ID = '01a2fffc-544d-77ec-a09b-ace21074a83f';
+/** A `contract.log` body: an ERC-20 Transfer, decoded. */
+const CONTRACT_LOG_BODY = JSON.stringify({
+  chain: 'DEVNET',
+  contractAddress: '0x5FbDB2315678afecb367f032d93F642f64180aa3',
+  txId: `0x${'cd'.repeat(32)}`,
+  blockNumber: 12,
+  blockHash: `0x${'ef'.repeat(32)}`,
+  logIndex: 3,
+  event: 'Transfer',
+  signature: 'Transfer(address,address,uint256)',
+  topics: [
+    '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef',
+    '0x000000000000000000000000f39fd6e51aad88f6f4ce6ab8827279cfffb92266',
+    '0x00000000000000000000000070997970c51812dc3a010c7d01b50e0d17dc79c8',
+  ],
+  data: '0x00000000000000000000000000000000000000000000000000000000000f4240',
+  args: {
+    from: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
+    to: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
+    value: '1000000',
+  },
+  id: '01a2fffd-544d-77ec-a09b-ace21074a83f',
+  subscriptionId: '01a2fffd-0000-77ec-a09b-ace21074a83f',
+  confirmations: 1,
+});
 
 const newSecret = () => `whsec_${crypto.randomBytes(32).toString('base64')}`;
 const nowSeconds = () => Math.floor(Date.now() / 1000);
@@ -71,6 +105,14 @@ describe('HMAC (v1, whsec_)', () => {
     expect(eventTypeOf(event)).toBe('address.transaction');
     expect(verify(Buffer.from(BODY), headers, secret)).toEqual(event);
     expect(verify(new Uint8Array(Buffer.from(BODY)), new Headers(headers), secret)).toEqual(event);
+    const logId = '01a2fffd-544d-77ec-a09b-ace21074a83f';
+    const log = verify(
+      CONTRACT_LOG_BODY,
+      hmacHeaders([secret], CONTRACT_LOG_BODY, nowSeconds(), logId),
+      secret,
+    );
+    expect(log).toEqual(JSON.parse(CONTRACT_LOG_BODY));
+    expect(eventTypeOf(log)).toBe('contract.log');
     // Header names are case-insensitive, as HTTP's are.
     const shouted = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toUpperCase(), v]));
     expect(verify(BODY, shouted, secret)).toEqual(event);
@@ -212,6 +254,31 @@ describe('the event type told from the body', () => {
     expect(eventTypeOf({ ...base, reorg: true } as WebhookEvent)).toBe('address.transaction.reorg');
     expect(eventTypeOf({ ...base, test: true } as WebhookEvent)).toBe('test');
     expect(eventTypeOf({ type: 'registry.revoked' } as WebhookEvent)).toBe('registry.revoked');
+    const log = JSON.parse(CONTRACT_LOG_BODY) as WebhookEvent;
+    expect(eventTypeOf(log)).toBe('contract.log');
+    expect(eventTypeOf({ ...log, reorg: true } as WebhookEvent)).toBe('contract.log.reorg');
+    // A subscription made with a bare topic0 (Tatum's way): no name, signature or arguments.
+    const { event: _event, signature: _signature, args: _args, ...bare } = log as ContractLogEvent;
+    expect(eventTypeOf(bare)).toBe('contract.log');
+  });
+
+  test('the guards tell a contract event from a transfer and a registry event', () => {
+    const transfer = JSON.parse(BODY) as WebhookEvent;
+    const log = JSON.parse(CONTRACT_LOG_BODY) as WebhookEvent;
+    const registry = { type: 'registry.revoked' } as WebhookEvent;
+    const withdrawal = { ...log, reorg: true } as WebhookEvent;
+    const kinds = (e: WebhookEvent) =>
+      [isContractLog(e), isAddressTransaction(e), isRegistryEvent(e), isReorg(e), isTest(e)].map(Number);
+    expect(kinds(log)).toEqual([1, 0, 0, 0, 0]);
+    expect(kinds(withdrawal)).toEqual([1, 0, 0, 1, 0]);
+    expect(kinds(transfer)).toEqual([0, 1, 0, 0, 0]);
+    expect(kinds({ ...transfer, reorg: true } as WebhookEvent)).toEqual([0, 1, 0, 1, 0]);
+    expect(kinds(registry)).toEqual([0, 0, 1, 0, 0]);
+    // Narrowed, the fields are typed: this compiles only if the guard narrows to ContractLogEvent.
+    if (!isContractLog(log)) throw new Error('a contract event was expected');
+    const named: { event?: string; topics: string[]; logIndex: number } = log;
+    expect(named).toMatchObject({ event: 'Transfer', logIndex: 3 });
+    expect(log.args?.value).toBe('1000000');
   });
 });
 
