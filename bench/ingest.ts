@@ -4,17 +4,17 @@
 // A local anvil chain is built first (native transfers and ERC-20 transfers of a BenchToken, many per
 // block); then the blocks are fetched (the reference), and the follower processes them in this process
 // on embedded PGlite and (with DATABASE_URL) PostgreSQL, from a cursor set just before the first block.
+// The evm-events pass (ingest-evm-events.ts) times a block's match with 10,000 contract event
+// subscriptions beside today's; then Bitcoin, Algorand and Solana passes (ingest-*.ts).
 // Usage: npm run bench:ingest [-- --blocks 100 --transfers-per-block 200 --watched 1000000]
 //        npm run bench:ingest -- --rpc URL --from N --to M --watch FILE   (an existing chain's range)
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import inspector from 'node:inspector';
 import path from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { sql } from 'drizzle-orm';
 import pino from 'pino';
-import { v7 as uuidv7 } from 'uuid';
 import { type Abi, encodeFunctionData, getAddress, type Hex, isAddress, type PublicClient } from 'viem';
 import { createAccounts } from '../src/accounts/service.js';
 import { createTokenInfoCache, readBlockActivity } from '../src/chains/evm/activity.js';
@@ -28,13 +28,15 @@ import { createIdempotency } from '../src/idempotency/service.js';
 import { createEnvelope } from '../src/secrets/envelope.js';
 import { type Db, openStore, type Store } from '../src/store/db.js';
 import { createSubscriptions } from '../src/subscriptions/service.js';
-import { type AddressIndex, createAddressIndex } from '../src/watch/address-index.js';
+import type { AddressIndex } from '../src/watch/address-index.js';
 import { evmMatcher } from '../src/watch/evm-notifications.js';
 import { createFollower } from '../src/watch/follower.js';
 import { chainCursors, chainHeaders } from '../src/watch/schema.js';
 import { evmClient } from '../src/watch/watcher.js';
+import { buildIndex, type IndexReport, NETWORK } from './evm-index.js';
 import { algorandPass } from './ingest-algorand.js';
 import { bitcoinPass } from './ingest-bitcoin.js';
+import { evmEventsPass } from './ingest-evm-events.js';
 import { solanaPass } from './ingest-solana.js';
 import {
   childPids,
@@ -44,7 +46,6 @@ import {
   databaseUrlOption,
   fixed,
   formatTable,
-  gc,
   grouped,
   isLoopback,
   jsonRpc,
@@ -57,6 +58,7 @@ import {
   onCleanup,
   percent,
   processCpuSeconds,
+  profiled,
   ROOT,
   type RpcCall,
   redact,
@@ -67,12 +69,10 @@ import {
 
 type Backend = 'pglite' | 'postgres';
 
-const NETWORK = 'DEVNET';
 /** ERC-20 transfers per `transferMany` transaction. */
 const BATCH = 20;
 /** Distinct watched addresses the matching transfers go to, each a real subscription in the database. */
 const HIT_POOL = 100;
-const ACCOUNT_ID = '0190a8e4-5b1c-7000-8000-000000000000';
 /** Blocks fetched at once by the pipelined reference: a node's real limit, and the follower's read-ahead. */
 const IN_FLIGHT = 8;
 
@@ -84,6 +84,10 @@ interface Options {
   transfersPerBlock: number;
   watched: number;
   hitRate: number;
+  /** The evm-events pass: contract event subscriptions applied, and the cases' event hit rates. */
+  eventSubscriptions: number;
+  eventHitRates: number[];
+  matchSamples: number;
   logLevel: string;
   databaseUrl: string | undefined;
   backends: Backend[];
@@ -112,7 +116,7 @@ interface FollowedOptions {
 /** A node's URL as printed: its origin only (a path or query may hold an API key). */
 const redactUrl = (url: string) => new URL(url).origin;
 
-const PASSES = ['evm', 'bitcoin', 'algorand', 'solana'] as const;
+const PASSES = ['evm', 'evm-events', 'bitcoin', 'algorand', 'solana'] as const;
 type Pass = (typeof PASSES)[number];
 
 function followedOptions(values: {
@@ -146,6 +150,9 @@ function readOptions(): Options {
       'transfers-per-block': { type: 'string' },
       watched: { type: 'string' },
       'hit-rate': { type: 'string' },
+      'event-subscriptions': { type: 'string' },
+      'event-hit-rates': { type: 'string' },
+      'match-samples': { type: 'string' },
       backends: { type: 'string' },
       'log-level': { type: 'string' },
       passes: { type: 'string' },
@@ -170,8 +177,14 @@ function readOptions(): Options {
         '  --hit-rate R             share of transfers to a watched address, notified (BENCH_HIT_RATE, default 0.01)',
         '  --backends LIST          pglite,postgres (BENCH_BACKENDS; default pglite, plus postgres with DATABASE_URL)',
         '  --log-level L            level of the follower logger (BENCH_LOG_LEVEL, default warn)',
-        '  --passes LIST            evm,bitcoin,algorand,solana (BENCH_PASSES, default all)',
-        '  --profile DIR            write a CPU profile of each EVM pass of this process to DIR',
+        '  --passes LIST            evm,evm-events,bitcoin,algorand,solana (BENCH_PASSES, default all)',
+        '  --event-subscriptions N  evm-events: contract event subscriptions applied (BENCH_EVENT_SUBSCRIPTIONS,',
+        '                           default 10000)',
+        '  --event-hit-rates LIST   evm-events: one case per share of followed logs made to match a subscription',
+        '                           (BENCH_EVENT_HIT_RATES, default 0.01,0.1)',
+        '  --match-samples N        evm-events: block matches timed per matcher and case (BENCH_MATCH_SAMPLES,',
+        '                           default 3000)',
+        '  --profile DIR            write a CPU profile of each EVM pass and evm-events case of this process to DIR',
         '  --traces M               debug (callTracer, the default), parity (trace_block) or off: the EVM pass also',
         "                           runs the follower reading each block's traces, beside fetching block, receipts",
         '                           and traces 8 blocks in flight (BENCH_TRACES)',
@@ -213,6 +226,11 @@ function readOptions(): Options {
     throw new Error(`--traces must be one of ${BENCH_TRACES.join(', ')} (got "${traces}")`);
   const hitRate = numberOption(values['hit-rate'], 'BENCH_HIT_RATE', 0.01, 0);
   if (hitRate > 1) throw new Error('BENCH_HIT_RATE must be at most 1');
+  const eventHitRates = (values['event-hit-rates'] ?? process.env.BENCH_EVENT_HIT_RATES ?? '0.01,0.1')
+    .split(',')
+    .map((rate) => Number(rate.trim()));
+  if (eventHitRates.some((rate) => !(rate >= 0 && rate <= 1)))
+    throw new Error('--event-hit-rates: a comma-separated list of shares between 0 and 1');
   return {
     blocks: Math.floor(numberOption(values.blocks, 'BENCH_BLOCKS', 100, 1)),
     transfersPerBlock: Math.floor(
@@ -220,6 +238,11 @@ function readOptions(): Options {
     ),
     watched: Math.floor(numberOption(values.watched, 'BENCH_WATCHED', 1_000_000, 0)),
     hitRate,
+    eventSubscriptions: Math.floor(
+      numberOption(values['event-subscriptions'], 'BENCH_EVENT_SUBSCRIPTIONS', 10_000, 1),
+    ),
+    eventHitRates,
+    matchSamples: Math.floor(numberOption(values['match-samples'], 'BENCH_MATCH_SAMPLES', 3_000, 1)),
     logLevel: logLevelOption(values['log-level']),
     databaseUrl,
     backends: backends as Backend[],
@@ -377,31 +400,6 @@ async function buildChain(options: Options): Promise<Chain> {
 // ---------------------------------------------------------------------------------------------
 // Measurement
 
-/**
- * Runs `pass` under V8's sampling profiler when a directory is given, writing `<name>.cpuprofile`
- * (open it in Chrome DevTools or summarise self time by function): the pass alone, not the set-up.
- */
-async function profiled<T>(dir: string | undefined, name: string, pass: () => Promise<T>): Promise<T> {
-  if (!dir) return pass();
-  const session = new inspector.Session();
-  session.connect();
-  const post = (method: string, params?: object) =>
-    new Promise<unknown>((resolve, reject) =>
-      session.post(method, params, (err, result) => (err ? reject(err) : resolve(result))),
-    );
-  await post('Profiler.enable');
-  await post('Profiler.setSamplingInterval', { interval: 500 });
-  await post('Profiler.start');
-  try {
-    return await pass();
-  } finally {
-    const { profile } = (await post('Profiler.stop')) as { profile: unknown };
-    session.disconnect();
-    fs.mkdirSync(dir, { recursive: true });
-    fs.writeFileSync(path.join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
-  }
-}
-
 interface Row {
   label: string;
   blocks: number;
@@ -541,73 +539,6 @@ async function fetchAndExtract(
 
 // ---------------------------------------------------------------------------------------------
 // The matcher's index
-
-/**
- * `count` random addresses in mixed case, as flat strings, like the EIP-55 forms the API stores (the
- * index then keeps a lower-case key beside each; checksumming a million addresses would take ~30 s).
- */
-function randomWatchedAddresses(count: number): string[] {
-  const hex = Buffer.from('0123456789abcdef0123456789ABCDEF');
-  const out = new Array<string>(count);
-  const line = Buffer.alloc(42);
-  line.write('0x', 0, 'latin1');
-  const chunk = 10_000;
-  for (let start = 0; start < count; start += chunk) {
-    const random = crypto.randomBytes(chunk * 40);
-    for (let i = 0; i < chunk && start + i < count; i++) {
-      for (let c = 0; c < 40; c++) {
-        const r = random[i * 40 + c]!;
-        const nibble = r & 15;
-        line[2 + c] = hex[nibble + (nibble > 9 && r & 16 ? 16 : 0)]!;
-      }
-      out[start + i] = line.toString('latin1');
-    }
-  }
-  return out;
-}
-
-interface IndexReport {
-  index: AddressIndex;
-  addresses: number;
-  applySeconds: number;
-  heapBytes: number;
-  rssBytes: number;
-}
-
-/** The matcher's index with `count` watched addresses (one subscription each), as the API would fill it. */
-function buildIndex(chain: Pick<FollowedRange, 'networks'>, count: number): IndexReport {
-  const index = createAddressIndex((name) => chain.networks.find(name)?.family);
-  gc();
-  const before = process.memoryUsage();
-  let changes = randomWatchedAddresses(count).map((address) => ({
-    type: 'upsert' as const,
-    subscription: {
-      // As the subscription service makes them (crypto.randomUUID() would retain ~490 bytes: a rope).
-      id: uuidv7(),
-      // A string of its own per subscription, as rows loaded from the database (or the API's
-      // principal, read per request) give them.
-      accountId: Buffer.from(ACCOUNT_ID, 'latin1').toString('latin1'),
-      network: NETWORK,
-      address,
-      confirmations: 1,
-      mempool: false,
-    },
-  }));
-  const t0 = now();
-  for (const change of changes) index.apply(change);
-  const applySeconds = (now() - t0) / 1000;
-  changes = [];
-  gc();
-  const after = process.memoryUsage();
-  return {
-    index,
-    addresses: index.size(),
-    applySeconds,
-    // The index keeps its tables in typed arrays, whose memory is counted apart from the heap.
-    heapBytes: after.heapUsed + after.arrayBuffers - (before.heapUsed + before.arrayBuffers),
-    rssBytes: after.rss - before.rss,
-  };
-}
 
 /** Lookups per second in the index, for the from and to of every transfer of the chain (repeated). */
 function lookupRate(index: AddressIndex, blocks: EvmBlockActivity[]): { perSecond: number; matched: number } {
@@ -1209,6 +1140,8 @@ async function main(): Promise<void> {
   if (options.serveChain) return serveChain(options, options.serveChain);
   if (options.followed) return rangePass(options, options.followed);
   if (options.passes.includes('evm')) await evmPass(options);
+  if (options.passes.includes('evm-events'))
+    process.stdout.write(`${(await evmEventsPass(options)).join('\n')}\n`);
   if (options.passes.includes('bitcoin'))
     process.stdout.write(`${(await bitcoinPass(options)).join('\n')}\n`);
   if (options.passes.includes('algorand'))

@@ -4,8 +4,10 @@ import { v7 as uuidv7 } from 'uuid';
 import { getAddress } from 'viem';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { backends, createTestEnvironment, type TestEnvironment } from '../../test/helpers/env.js';
+import { parseFollowedEvent } from '../chains/evm/events.js';
 import type { Family } from '../chains/networks.js';
 import { openStore, type Store } from '../store/db.js';
+import type { ContractEventSpec } from '../subscriptions/events.js';
 import { createAddressIndex, type WatchedSubscription } from './address-index.js';
 import { createKeyTable } from './key-table.js';
 
@@ -432,5 +434,60 @@ describe.each(backends)('load on %s', (backend) => {
     await index.load(store.db);
     expect(index.lookup('ETH', addresses[1]!)).toEqual([]);
     expect(index.lookup('ETH', addresses[2]!)).toEqual([{ ...fields, address: addresses[2] }]);
+  });
+
+  test('event subscriptions and their contracts over several pages of contracts: with and without a filter, on any contract, one deleted', async () => {
+    const TRANSFER = 'event Transfer(address indexed from, address indexed to, uint256 value)';
+    const topic = (address: string) => `0x${address.slice(2).toLowerCase().padStart(64, '0')}` as const;
+    const spec = (filter: Record<string, unknown> | undefined, anyContract: boolean): ContractEventSpec => {
+      const parsed = parseFollowedEvent(TRANSFER, filter);
+      if ('errors' in parsed) throw new Error(JSON.stringify(parsed.errors));
+      return { event: parsed.event, anyContract, filter: filter ?? null };
+    };
+    const to = getAddress(randomEvm());
+    const contracts = Array.from({ length: 1_500 }, () => getAddress(randomEvm()));
+    const subscriptions = [
+      { id: uuidv7(), spec: spec({ to }, false), contracts, deleted: false },
+      { id: uuidv7(), spec: spec(undefined, false), contracts: contracts.slice(0, 1_200), deleted: false },
+      { id: uuidv7(), spec: spec({ to }, true), contracts: [], deleted: false },
+      { id: uuidv7(), spec: spec(undefined, false), contracts, deleted: true },
+    ];
+    for (const s of subscriptions) {
+      await store.db.execute(sql`
+        INSERT INTO subscriptions (id, account_id, type, network, url, mempool, confirmations, secret,
+          callback_token, created_at, address_count, contract_event, deleted_at)
+        VALUES (${s.id}, ${account}, 'CONTRACT_LOG_EVENT', 'POL', 'http://127.0.0.1/', false, 1, '{}', '{}', now(),
+          ${s.contracts.length}, ${JSON.stringify(s.spec)}::jsonb, ${s.deleted ? sql`now()` : null})`);
+      await store.db.execute(sql`
+        INSERT INTO subscription_addresses (subscription_id, network, address, created_at)
+        SELECT ${s.id}::uuid, 'POL', a, now() FROM json_array_elements_text(${JSON.stringify(s.contracts)}::json) a`);
+    }
+    // Pages of 1,000 contracts (the database holds the other tests' 25,000 subscriptions too).
+    const index = createAddressIndex(familyOf, { subscriptions: 10_000, addresses: 1_000 });
+    await index.load(store.db);
+    expect(index.eventSubscriptions()).toBe(3);
+    const [filtered, unfiltered, any] = subscriptions.map((s) => s.id);
+    const log = (contract: string, recipient: string) => ({
+      address: contract.toLowerCase(),
+      topics: [
+        '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef',
+        topic(randomEvm()),
+        topic(recipient),
+      ] as `0x${string}`[],
+    });
+    const found = (l: ReturnType<typeof log>) =>
+      index
+        .matchLog('POL', l)
+        .map((f) => f.endpoint.id)
+        .sort();
+    expect(found(log(contracts[10]!, to))).toEqual([filtered, unfiltered, any].sort());
+    expect(found(log(contracts[1_300]!, to))).toEqual([filtered, any].sort());
+    expect(found(log(contracts[1_300]!, randomEvm()))).toEqual([]);
+    expect(found(log(contracts[5]!, randomEvm()))).toEqual([unfiltered]);
+    expect(found(log(randomEvm(), to))).toEqual([any]);
+    // Contracts removed and added as the API does.
+    index.apply({ type: 'addresses', id: unfiltered!, add: [contracts[1_300]!], remove: [contracts[5]!] });
+    expect(found(log(contracts[5]!, randomEvm()))).toEqual([]);
+    expect(found(log(contracts[1_300]!, randomEvm()))).toEqual([unfiltered]);
   });
 });

@@ -7,7 +7,12 @@ import type {
   WatchedEndpoint,
   WatchedSubscription,
 } from '../subscriptions/events.js';
-import { createEventIndex, type EventIndex, type LogAddressAndTopics } from './event-index.js';
+import {
+  type ContractTables,
+  createEventIndex,
+  type EventIndex,
+  type LogAddressAndTopics,
+} from './event-index.js';
 import { createWatchTables, NONE, type WatchTables } from './watch-tables.js';
 
 /**
@@ -299,7 +304,7 @@ function parsePage({ tables, events }: Indexes, body: string): void {
     if (lineEnd < 0) lineEnd = body.length;
     const idEnd = body.indexOf(' ', at);
     const id = body.slice(at, idEnd);
-    let target = tables;
+    let target: ContractTables = tables;
     let subscription = tables.find(id);
     if (subscription === NONE) {
       target = events.contracts;

@@ -131,3 +131,137 @@ describe('the address index with events', () => {
     expect(index.networks()).toEqual([]);
   });
 });
+
+describe('the event index under changes', () => {
+  test('a filter position with many values: values added once it keeps their bits are found, removed ones are not', () => {
+    const index = createEventIndex(familyOf);
+    const many = Array.from({ length: 200 }, randomAddress);
+    const crowd = endpoint(followed(TRANSFER, { to: many }), true);
+    index.upsert(crowd, []);
+    const from = randomAddress();
+    // The first match builds the position's bits; what comes after is added to them.
+    expect(ids(index.match('ETH', transferLog(randomAddress(), from, many[7]!)))).toEqual([crowd.id]);
+    const late = Array.from({ length: 50 }, () => {
+      const to = randomAddress();
+      const e = endpoint(followed(TRANSFER, { to }), true);
+      index.upsert(e, []);
+      return { to, id: e.id };
+    });
+    for (const { to, id } of late)
+      expect(ids(index.match('ETH', transferLog(randomAddress(), from, to)))).toEqual([id]);
+    index.remove(crowd.id);
+    expect(index.match('ETH', transferLog(randomAddress(), from, many[7]!))).toEqual([]);
+    for (const { to, id } of late)
+      expect(ids(index.match('ETH', transferLog(randomAddress(), from, to)))).toEqual([id]);
+  });
+
+  test('filters of many values, values and contracts that share the digits the index keys them by, lists with and without a filter, moves between them: each log finds what a test of every subscription would', () => {
+    let seed = 30;
+    const random = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
+    // Addresses alike in their last 7 hex digits (the key of a topic value) and in their last 6
+    // (a contract's slot), so that lookups by key find others to tell apart.
+    const alike = (base: string, count: number) =>
+      Array.from({ length: count }, () => `0x${randomAddress().slice(2, 30)}${base.slice(-12)}` as Hex);
+    const people = [...alike(randomAddress(), 40), ...Array.from({ length: 160 }, randomAddress)];
+    const contracts = [...alike(randomAddress(), 8), ...Array.from({ length: 22 }, randomAddress)];
+    const mixedCase = (address: string) => `0x${address.slice(2, 12).toUpperCase()}${address.slice(12)}`;
+    const word = (v: number) => encodeAbiParameters([{ type: 'uint256' }], [BigInt(v)]);
+
+    const index = createEventIndex(familyOf);
+    const live = new Map<string, { spec: ContractEventSpec; contracts: Set<string> }>();
+    const randomEvent = (): { event: FollowedEvent; anonymous: boolean } => {
+      const r = random();
+      if (r < 0.1)
+        return {
+          event: followed(ANONYMOUS, random() < 0.5 ? { a: String(Math.floor(random() * 5)) } : undefined),
+          anonymous: true,
+        };
+      if (r < 0.25)
+        return {
+          event: followed(APPROVAL, random() < 0.5 ? { owner: pick(people) } : undefined),
+          anonymous: false,
+        };
+      const filters: (Record<string, unknown> | undefined)[] = [
+        undefined,
+        { to: pick(people) },
+        { from: pick(people) },
+        { from: pick(people), to: [pick(people), pick(people)] },
+        // Past the size from which the index keeps bits of a position's keys.
+        { to: Array.from({ length: 100 }, () => pick(people)).filter((p, i, all) => all.indexOf(p) === i) },
+      ];
+      return { event: followed(TRANSFER, pick(filters)), anonymous: false };
+    };
+    const someContracts = () =>
+      Array.from({ length: 1 + Math.floor(random() * 4) }, () => mixedCase(pick(contracts)));
+    const upsert = (id: string) => {
+      const { event, anonymous } = randomEvent();
+      const anyContract = !anonymous && random() < 0.4;
+      const known = live.get(id);
+      // A known subscription may keep its contracts (an upsert without them).
+      const keep = known !== undefined && !anyContract && !known.spec.anyContract && random() < 0.5;
+      const list = anyContract ? [] : keep ? undefined : someContracts();
+      const spec: ContractEventSpec = { event, anyContract, filter: null };
+      index.upsert(
+        { id, accountId: 'a', network: 'ETH', confirmations: 1, mempool: false, contractEvent: spec },
+        list,
+      );
+      live.set(id, {
+        spec,
+        contracts: list === undefined ? known!.contracts : new Set(list.map((c) => c.toLowerCase())),
+      });
+    };
+    const reference = (log: { address: string; topics: readonly Hex[] }) =>
+      [...live.entries()]
+        .filter(([, { spec, contracts: on }]) => {
+          const { event } = spec;
+          const keyed = event.topic0
+            ? log.topics[0] === event.topic0
+            : log.topics.length === event.topicCount;
+          if (!keyed || !(spec.anyContract || on.has(log.address.toLowerCase()))) return false;
+          return passesFilter(event, log.topics);
+        })
+        .map(([id]) => id)
+        .sort();
+    const randomLog = () => {
+      const address = random() < 0.8 ? pick(contracts) : randomAddress();
+      const r = random();
+      if (r < 0.15)
+        return { address, topics: [word(Math.floor(random() * 5)), word(Math.floor(random() * 5))] };
+      const topic0 = r < 0.3 ? toEventSelector('Approval(address,address,uint256)') : TRANSFER_TOPIC;
+      return { address, topics: [topic0, topicOf(pick(people)), topicOf(pick(people))] };
+    };
+
+    let next = 0;
+    for (let round = 0; round < 60; round++) {
+      for (let change = 0; change < 10; change++) {
+        const ids = [...live.keys()];
+        const r = random();
+        if (r < 0.45 || ids.length < 5) upsert(`sub-${next++}`);
+        else if (r < 0.65) upsert(pick(ids));
+        else if (r < 0.85) {
+          const id = pick(ids);
+          const entry = live.get(id)!;
+          if (entry.spec.anyContract) continue;
+          const add = someContracts();
+          const remove = [...entry.contracts].filter(() => random() < 0.5);
+          index.changeContracts(id, add, remove);
+          for (const c of remove) entry.contracts.delete(c);
+          for (const c of add) entry.contracts.add(c.toLowerCase());
+        } else {
+          const id = pick(ids);
+          index.remove(id);
+          live.delete(id);
+        }
+      }
+      for (let i = 0; i < 40; i++) {
+        const log = randomLog();
+        expect(ids(index.match('ETH', log))).toEqual(reference(log));
+      }
+    }
+    expect(index.size()).toBe(live.size);
+  });
+});

@@ -2,7 +2,7 @@
  * Contract event notifications (`contract.log`, DESIGN §6): a block's logs matched against the
  * followed events, decoded with the event's ABI, one notification per log and subscription.
  */
-import { getAddress } from 'viem';
+import { type AbiEvent, getAddress } from 'viem';
 import { decodeFollowedLog } from '../chains/evm/events.js';
 import type { EvmLog } from '../chains/evm/types.js';
 import type { Network } from '../chains/networks.js';
@@ -61,6 +61,18 @@ export interface EventMatchDeps {
   onMismatch?: (network: string) => void;
 }
 
+/** Each ABI's JSON, written once per ABI object (events are long-lived), not once per match. */
+const abiKeys = new WeakMap<AbiEvent, string>();
+
+function abiKeyOf(abi: AbiEvent): string {
+  let key = abiKeys.get(abi);
+  if (key === undefined) {
+    key = JSON.stringify(abi);
+    abiKeys.set(abi, key);
+  }
+  return key;
+}
+
 /**
  * The notifications of a block's logs: one per log and subscription following its event there.
  * A log is decoded once per distinct ABI that matched it; one that does not fit is not that event.
@@ -81,7 +93,7 @@ export function matchContractLogs(
       let args: Record<string, unknown> | undefined;
       if (followed.event.abi) {
         // Two subscriptions of one signature may name its arguments differently: keyed by the ABI.
-        const abiKey = JSON.stringify(followed.event.abi);
+        const abiKey = abiKeyOf(followed.event.abi);
         decoded ??= new Map();
         if (!decoded.has(abiKey)) {
           const result = decodeFollowedLog(followed.event, log);

@@ -162,8 +162,41 @@ export function createWatchLists(
     return found;
   }
 
+  /** Calls `visit` with each subscription watching an address entry, in the order they came; builds nothing. */
+  function forEachWatch(table: NetworkTable, entry: number, visit: (subscription: number) => void): void {
+    for (let w = table.firstWatch[entry]!; w !== NONE; w = watchNextOfAddress[w]!)
+      visit(watchSubscription[w]!);
+  }
+
+  /**
+   * Whether the subscription (of `table`'s network) watches the address entry: its watches and the
+   * address's are walked in step, so the shorter of the two lists bounds the walk.
+   */
+  function watchesEntry(subscription: number, table: NetworkTable, entry: number): boolean {
+    let byAddress = table.firstWatch[entry]!;
+    let bySubscription = subFirstWatch[subscription]!;
+    while (byAddress !== NONE && bySubscription !== NONE) {
+      if (watchSubscription[byAddress] === subscription || watchAddress[bySubscription] === entry)
+        return true;
+      byAddress = watchNextOfAddress[byAddress]!;
+      bySubscription = watchNextOfSubscription[bySubscription]!;
+    }
+    return false;
+  }
+
+  /** The addresses the subscription (of `table`'s network) watches, as kept. */
+  function addressesOf(subscription: number, table: NetworkTable): string[] {
+    const found: string[] = [];
+    for (let w = subFirstWatch[subscription]!; w !== NONE; w = watchNextOfSubscription[w]!)
+      found.push(addressOf(table, watchAddress[w]!, w));
+    return found;
+  }
+
   return {
     growSubscriptions,
+    forEachWatch,
+    watchesEntry,
+    addressesOf,
     emptyList,
     reserveWatches,
     watchKey,

@@ -150,6 +150,24 @@ export function createWatchTables(familyOf: (network: string) => Family | undefi
       const entry = table.addresses.find(key.bytes, length);
       return entry === NONE ? EMPTY : materialise(table, entry);
     },
+    /** Calls `visit` with each subscription (its entry) watching `address` on `network`; builds nothing. */
+    forEachWatcher(network: string, address: string, visit: (subscription: number) => void): void {
+      const table = networksByName.get(network);
+      if (!table || table.addresses.size === 0) return;
+      const length = addressKey(key, address, 0, address.length, table.evm);
+      const entry = table.addresses.find(key.bytes, length);
+      if (entry !== NONE) lists.forEachWatch(table, entry, visit);
+    },
+    /** Whether the subscription watches `address` (on its network). */
+    watchesAddress(subscription: number, address: string): boolean {
+      const table = networkList[subNetwork[subscription]!]!;
+      const length = addressKey(key, address, 0, address.length, table.evm);
+      const entry = table.addresses.find(key.bytes, length);
+      return entry !== NONE && lists.watchesEntry(subscription, table, entry);
+    },
+    /** The addresses the subscription watches, each spelt as given. */
+    addressesOf: (subscription: number): string[] =>
+      lists.addressesOf(subscription, networkList[subNetwork[subscription]!]!),
     networks(): string[] {
       return networkList.filter((t) => t.addresses.size > 0).map((t) => t.name);
     },
