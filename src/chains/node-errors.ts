@@ -193,11 +193,8 @@ export function nodeUnavailable(
   return wrapped;
 }
 
-const METHOD_UNAVAILABLE =
-  /method.{0,40}(not found|not supported|unsupported|does not exist|not available|not allowed)|unsupported method|unknown method/i;
-
-/** Whether an error says the node does not offer the method (rather than failing to answer). */
-export function isMethodUnavailable(err: unknown): boolean {
+/** Whether any error of the chain (viem's causes, or the error alone) is an object `test` accepts. */
+function someInChain(err: unknown, test: (e: object) => boolean): boolean {
   const errors: unknown[] = [];
   if (err instanceof BaseError) {
     err.walk((e) => {
@@ -205,8 +202,15 @@ export function isMethodUnavailable(err: unknown): boolean {
       return false;
     });
   } else errors.push(err);
-  return errors.some((e) => {
-    if (typeof e !== 'object' || e === null) return false;
+  return errors.some((e) => typeof e === 'object' && e !== null && test(e));
+}
+
+const METHOD_UNAVAILABLE =
+  /method.{0,40}(not found|not supported|unsupported|does not exist|not available|not allowed)|unsupported method|unknown method/i;
+
+/** Whether an error says the node does not offer the method (rather than failing to answer). */
+export function isMethodUnavailable(err: unknown): boolean {
+  return someInChain(err, (e) => {
     const { code, details, message } = e as { code?: unknown; details?: unknown; message?: unknown };
     if (code === -32601 || code === -32004) return true;
     return [details, message].some((text) => typeof text === 'string' && METHOD_UNAVAILABLE.test(text));
@@ -242,15 +246,7 @@ const LOG_RANGE_TOO_LARGE = new RegExp(
  * or too many logs): the same query over a smaller range may pass.
  */
 export function isLogRangeTooLarge(err: unknown): boolean {
-  const errors: unknown[] = [];
-  if (err instanceof BaseError) {
-    err.walk((e) => {
-      errors.push(e);
-      return false;
-    });
-  } else errors.push(err);
-  return errors.some((e) => {
-    if (typeof e !== 'object' || e === null) return false;
+  return someInChain(err, (e) => {
     // Its words, wherever it said them: a JSON-RPC error, or the body of an HTTP 4xx some providers
     // answer with; a failure to reach it says none of them.
     const { details, message } = e as { details?: unknown; message?: unknown };
