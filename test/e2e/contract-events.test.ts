@@ -583,7 +583,7 @@ describe.each(backends)('contract event subscriptions on anvil (%s)', (backend) 
   }, 120_000);
 });
 
-describe.each(backends)('bad contract event subscriptions on %s', (backend) => {
+describe.each(backends)('contract event subscriptions through the API, bad and good, on %s', (backend) => {
   let t: TestApp;
   let receiver: Receiver;
 
@@ -761,24 +761,9 @@ describe.each(backends)('bad contract event subscriptions on %s', (backend) => {
     expect(await listed()).toEqual(listedBefore);
     expect(await snapshotDatabase(t.app.store)).toEqual(before);
   });
-});
 
-describe.each(backends)('an event subscription as its owner sees it, on %s', (backend) => {
-  let t: TestApp;
-  let receiver: Receiver;
-
-  beforeAll(async () => {
-    receiver = await startReceiver();
-    t = await startTestApp(backend);
-  });
-
-  afterAll(async () => {
-    await t?.close();
-    await receiver?.close();
-  });
-
-  const USDC = '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48';
-  const create = async (attr: Record<string, unknown>) => {
+  /** An event subscription made, and what it answered. */
+  const created = async (attr: Record<string, unknown>) => {
     const res = await t.request('POST', '/api/v1/subscription', {
       body: { type: 'CONTRACT_LOG_EVENT', attr: { chain: 'ETH', url: receiver.url, ...attr } },
     });
@@ -793,7 +778,7 @@ describe.each(backends)('an event subscription as its owner sees it, on %s', (ba
 
   test('GET shows the event as parsed, its signature, topic0, contracts and filter as given', async () => {
     const filter = { to: [USDC.toLowerCase()] };
-    const one = await create({ event: ERC20_TRANSFER, contractAddress: USDC.toLowerCase(), filter });
+    const one = await created({ event: ERC20_TRANSFER, contractAddress: USDC.toLowerCase(), filter });
     expect(await view(one.id)).toMatchObject({
       type: 'CONTRACT_LOG_EVENT',
       mempool: false,
@@ -815,7 +800,7 @@ describe.each(backends)('an event subscription as its owner sees it, on %s', (ba
         filter,
       },
     });
-    const any = await create({ event: topic0(TRANSFER_SIGNATURE).toUpperCase().replace('0X', '0x') });
+    const any = await created({ event: topic0(TRANSFER_SIGNATURE).toUpperCase().replace('0X', '0x') });
     const anyView = await view(any.id);
     expect(anyView.attr).toEqual({
       chain: 'ETH',
@@ -829,14 +814,20 @@ describe.each(backends)('an event subscription as its owner sees it, on %s', (ba
       body: { add: [USDC] },
     });
     expect(change.status, change.text).toBe(409);
+    // Listed by type: both, among this app's other event subscriptions, and nothing of another type.
+    const address = await t.request('POST', '/api/v1/subscription', {
+      body: { type: 'ADDRESS_TRANSACTION', attr: { chain: 'ETH', url: receiver.url, address: USDC } },
+    });
+    expect(address.status, address.text).toBe(201);
     const listed = await t.request('GET', '/api/v1/subscription?type=CONTRACT_LOG_EVENT&limit=100');
-    expect((listed.body as { data: { id: string }[] }).data.map((s) => s.id).sort()).toEqual(
-      [one.id, any.id].sort(),
-    );
+    const data = (listed.body as { data: { id: string; type: string }[] }).data;
+    expect(data.map((s) => s.id)).toEqual(expect.arrayContaining([one.id, any.id]));
+    expect(data.map((s) => s.id)).not.toContain((address.body as Created).id);
+    expect(new Set(data.map((s) => s.type))).toEqual(new Set(['CONTRACT_LOG_EVENT']));
   });
 
   test('a test notification is shaped as the event: every argument zero, decoded, signed', async () => {
-    const sub = await create({ event: ERC20_TRANSFER, contractAddress: USDC });
+    const sub = await created({ event: ERC20_TRANSFER, contractAddress: USDC });
     const sent = await t.request('POST', `/api/v1/subscription/${sub.id}/test`);
     expect(sent.status, sent.text).toBe(202);
     const { notificationId } = sent.body as { notificationId: string };
