@@ -183,7 +183,6 @@ describe('ledgerhook serve --devnet (a real process, its anvil and a receiver on
 
 describe('npm run demo', () => {
   test('runs the whole loop to completion and prints the three notifications', async () => {
-    const started = Date.now();
     const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>(
       (resolve, reject) => {
         const child = spawn('npm', ['run', '--silent', 'demo'], {
@@ -205,7 +204,6 @@ describe('npm run demo', () => {
     );
     const output = `${result.stdout}\n${result.stderr}`;
     expect(result.code, output).toBe(0);
-    expect(Date.now() - started).toBeLessThan(45_000);
 
     const { stdout } = result;
     // Three transfers notified (more notifications if the mempool saw them pending), each verified
@@ -229,5 +227,7 @@ describe('npm run demo', () => {
     const dataDir = /removed (\S+ledgerhook-demo-\S+)/.exec(stdout)?.[1];
     expect(dataDir).toBeDefined();
     expect(fs.existsSync(dataDir!)).toBe(false);
-  }, 60_000);
+    // Longer than the demo's own deadlines (a minute to start, 20 s a step), so a demo that gets
+    // stuck fails with its own message rather than this test's timeout.
+  }, 180_000);
 });
