@@ -11,7 +11,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { btcToSatoshi } from '../../src/chains/bitcoin/lookup.js';
 import { parseExactJson } from '../../src/chains/node-http.js';
-import { block702861, mainnetRun } from './bitcoin-blocks.js';
+import { BTCD_MAIN, BTCD_SIDE, block702861, btcdBlock, mainnetRun } from './bitcoin-blocks.js';
 import { type BitcoinNode, startBitcoinNode } from './bitcoin-node.js';
 import { esploraOutput } from './bitcoin-render.js';
 import { fixturePath } from './fixture-node.js';
@@ -32,7 +32,10 @@ beforeAll(async () => {
   node = await startBitcoinNode();
 });
 afterAll(() => node.close());
-beforeEach(() => node.configure({ verbosity3: true, txindex: true, unheldPrevouts: 'omit' }));
+beforeEach(() => {
+  node.configure({ verbosity3: true, txindex: true, unheldPrevouts: 'omit', mempoolSequence: true });
+  node.setMempool([]);
+});
 
 /** One JSON-RPC call, its result parsed exactly (8-decimal amounts stay text, integers bigint). */
 async function rpc(method: string, params: unknown[]): Promise<Json> {
@@ -236,5 +239,196 @@ describe('Esplora answers', () => {
     // Paging after the last txid seen: past the end, an empty page.
     const last = history[history.length - 1]!.txid as string;
     expect(await get(`/address/${address}/txs/chain/${last}`)).toEqual([]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// The pool
+
+const txidOf = (hash: Uint8Array) => Buffer.from(hash).reverse().toString('hex');
+const spendsOf = (tx: Transaction) => tx.ins.map((i) => `${txidOf(i.hash)}:${i.index}`);
+const rbf = (name: 'parent' | 'original' | 'replacement') =>
+  Transaction.fromHex(
+    fs.readFileSync(fixturePath('chains/bitcoin/constructed', `rbf-702861-${name}.hex`), 'utf8'),
+  );
+const txIn = (block: Buffer, prefix: string) =>
+  Block.fromBuffer(block).transactions!.find((t) => t.getId().startsWith(prefix))!;
+
+/** btcd's block 3 spend that block 3A double-spends, and the 40 BTC output of block 2 it spends. */
+const DOUBLE_SPENT = '29c25cf0ca03c7b3a0c001bd02e479c2d50f60119463c81d5bd24bdeaaca477f:0';
+
+describe('fixtures of pending transactions', () => {
+  it('btcd blocks 3 and 3A hold a real double spend of 29c25cf0…:0', () => {
+    const first = txIn(btcdBlock('3'), '509866fa');
+    const second = txIn(btcdBlock('3A'), 'c4d85354');
+    expect(spendsOf(first)).toEqual([DOUBLE_SPENT]);
+    expect(spendsOf(second)).toEqual([DOUBLE_SPENT]);
+    // No other transaction of either branch spends it.
+    const all = [...BTCD_MAIN, ...BTCD_SIDE].flatMap(
+      (name) => Block.fromBuffer(btcdBlock(name)).transactions!,
+    );
+    const spenders = new Set(all.filter((t) => spendsOf(t).includes(DOUBLE_SPENT)).map((t) => t.getId()));
+    expect([...spenders].sort()).toEqual([first.getId(), second.getId()].sort());
+  });
+
+  it('the RBF pair: parent and original cut unchanged from block 702861, the replacement assembled from the original', () => {
+    const block = Block.fromBuffer(block702861());
+    const [parent, original, replacement] = [rbf('parent'), rbf('original'), rbf('replacement')];
+    const inBlock = (t: Transaction) => block.transactions!.find((b) => b.getId() === t.getId())!.toHex();
+    expect(inBlock(parent)).toBe(parent.toHex());
+    expect(inBlock(original)).toBe(original.toHex());
+    expect(spendsOf(original)).toEqual([`${parent.getId()}:0`]);
+    expect(original.ins[0]!.sequence).toBe(0xfffffffd); // BIP125 opt-in
+    // Assembled: the original with output 0 lowered by 2,000 sat and output 1 paying 1KhQjp9… instead.
+    const rebuilt = original.clone();
+    rebuilt.outs[0]!.value -= 2_000n;
+    rebuilt.outs[1]!.script = Buffer.from(
+      txIn(block702861(), '2c7aa655').outs[0]!.script, // 1KhQjp9BsJEumZNFJxDeJXBvaRUzxrSXRa, a real output of the block
+    );
+    expect(replacement.toHex()).toBe(rebuilt.toHex());
+    expect(replacement.getId()).toBe('0a7da5ae9c7a8ecf69de52dcd58288ece733ce1ebd3a77bdff406a39a1aa0b3e');
+    expect(spendsOf(replacement)).toEqual(spendsOf(original));
+    const paid = (t: Transaction) => t.outs.reduce((sum, o) => sum + o.value, 0n);
+    expect(parent.outs[0]!.value - paid(original)).toBe(659n);
+    expect(parent.outs[0]!.value - paid(replacement)).toBe(2_659n);
+    expect(replacement.virtualSize()).toBe(original.virtualSize());
+  });
+});
+
+describe('the pool, as Esplora serves it', () => {
+  it('lists the pool and serves a pool transaction unconfirmed, with prevouts and fee', async () => {
+    node.setChain(BTCD_MAIN.slice(0, 3).map(btcdBlock));
+    const pending = txIn(btcdBlock('3'), '509866fa');
+    node.setMempool([pending.toHex()]);
+    expect(await get('/mempool/txids')).toEqual([pending.getId()]);
+    const ours = (await get(`/tx/${pending.getId()}`)) as Json;
+    expect(ours.status).toEqual({ confirmed: false });
+    // Block 2's 29c25cf0…:0, 10 BTC to 1KXFNh…; all of it goes to the outputs here.
+    const [input] = ours.vin as Json[];
+    expect(input!.prevout).toMatchObject({
+      scriptpubkey_address: '1KXFNhNtrRMfgbdiQeuJqnfD7dR4PhniyJ',
+      value: 1e9,
+    });
+    expect(ours.fee).toBe(Number(10n * 100_000_000n - pending.outs.reduce((s, o) => s + o.value, 0n)));
+  });
+
+  it('derives a prevout from another pool transaction, and follows unheldPrevouts for the rest', async () => {
+    node.setChain(BTCD_MAIN.slice(0, 3).map(btcdBlock));
+    const [parent, original] = [rbf('parent'), rbf('original')];
+    node.setMempool([parent.toBuffer(), original.toHex()]);
+    const child = (await get(`/tx/${original.getId()}`)) as Json;
+    expect((child.vin as Json[])[0]!.prevout).toMatchObject({
+      scriptpubkey_address: 'bc1q6v9jmpf2t5dhcs7ld6jyzpdcnaulzwphhsqkh5',
+      value: 186_259,
+    });
+    expect(child.fee).toBe(659);
+    // A witness spend like the recorded ones: the same keys and types, but for the status.
+    const theirs = JSON.parse(
+      recorded('esplora-address-txs-bc1qvhykeqcpdzu0pdvy99xnh9ckhwzcfskct6h6l2.json'),
+    ) as Json[];
+    const { status: _ours, ...rest } = child;
+    expect(shape([rest])).toEqual(shape(theirs.map(({ status: _theirs, ...tx }) => tx)));
+    expect(((await get(`/tx/${parent.getId()}`)) as Json).vin).toMatchObject([{ prevout: null }]);
+    node.configure({ unheldPrevouts: 'placeholder' });
+    expect(((await get(`/tx/${parent.getId()}`)) as Json).vin).toMatchObject([
+      { prevout: { scriptpubkey: '', value: 0 } },
+    ]);
+  });
+});
+
+describe('the pool, as Bitcoin Core serves it', () => {
+  const pending = txIn(btcdBlock('3'), '509866fa');
+  beforeEach(() => {
+    node.setChain(BTCD_MAIN.slice(0, 3).map(btcdBlock));
+    node.setMempool([pending.toHex()]);
+  });
+
+  it('getrawmempool: a list, with mempool_sequence on request (Core 21+), refusing verbose with it', async () => {
+    expect((await rpc('getrawmempool', [])).result).toEqual([pending.getId()]);
+    const before = node.mempool().sequence;
+    expect((await rpc('getrawmempool', [false, true])).result).toEqual({
+      txids: [pending.getId()],
+      mempool_sequence: BigInt(before),
+    });
+    expect((await rpc('getrawmempool', [true, true])).error).toEqual({
+      code: -8n,
+      message: 'Verbose results cannot contain mempool sequence values.',
+    });
+    // One removal and one addition: two steps, as Core counts them.
+    node.setMempool([rbf('parent').toHex()]);
+    expect(node.mempool().sequence).toBe(before + 2);
+  });
+
+  it('getrawmempool before Core 21: the second argument is refused with error -1 and the help text', async () => {
+    node.configure({ mempoolSequence: false });
+    const refused = (await rpc('getrawmempool', [false, true])).error as Json;
+    expect(refused.code).toBe(-1n);
+    expect(String(refused.message)).toMatch(/^getrawmempool \( verbose \)\n/);
+    expect((await rpc('getrawmempool', [false])).result).toEqual([pending.getId()]);
+  });
+
+  it('getrawtransaction of a pool transaction: found without txindex, no block fields', async () => {
+    node.configure({ txindex: false });
+    const tx = (await rpc('getrawtransaction', [pending.getId(), true])).result as Json;
+    expect(Object.keys(tx)).toEqual([
+      'txid',
+      'hash',
+      'version',
+      'size',
+      'vsize',
+      'weight',
+      'locktime',
+      'vin',
+      'vout',
+      'hex',
+    ]);
+    expect(tx.hex).toBe(pending.toHex());
+    expect((await rpc('getrawtransaction', [pending.getId(), false])).result).toBe(pending.toHex());
+  });
+
+  it('gettxout: the held chain’s unspent outputs, less what the pool spends unless asked without it', async () => {
+    const [txid, n] = DOUBLE_SPENT.split(':') as [string, string];
+    // Spent by the pool transaction: gone with include_mempool (the default), there without it.
+    expect((await rpc('gettxout', [txid, Number(n)])).result).toBeNull();
+    const coin = (await rpc('gettxout', [txid, Number(n), false])).result as Json;
+    const tip = Block.fromBuffer(btcdBlock('2')).getId();
+    expect(coin).toEqual({
+      bestblock: tip,
+      confirmations: 1n, // created in block 2, the tip
+      value: '10.00000000',
+      scriptPubKey: {
+        asm: expect.stringMatching(/^OP_DUP OP_HASH160 [0-9a-f]{40} OP_EQUALVERIFY OP_CHECKSIG$/),
+        hex: expect.stringMatching(/^76a914[0-9a-f]{40}88ac$/),
+        address: '1KXFNhNtrRMfgbdiQeuJqnfD7dR4PhniyJ',
+        type: 'pubkeyhash',
+      },
+      coinbase: false,
+    });
+    // Block 1's coinbase output, spent by 29c25cf0… in block 2: not in the UTXO set.
+    const spentCoinbase = txidOf(txIn(btcdBlock('2'), '29c25cf0').ins[0]!.hash);
+    expect((await rpc('gettxout', [spentCoinbase, 0, false])).result).toBeNull();
+    // The pool transaction's own outputs: 0 confirmations, only with include_mempool.
+    expect((await rpc('gettxout', [pending.getId(), 0])).result).toMatchObject({
+      confirmations: 0n,
+      coinbase: false,
+    });
+    expect((await rpc('gettxout', [pending.getId(), 0, false])).result).toBeNull();
+    expect((await rpc('gettxout', ['00'.repeat(32), 0, false])).result).toBeNull();
+    // An old Core's field set.
+    node.configure({ verbosity3: false });
+    const old = (await rpc('gettxout', [txid, Number(n), false])).result as Json;
+    expect(Object.keys(old.scriptPubKey as Json)).toEqual(['asm', 'hex', 'reqSigs', 'type', 'addresses']);
+  });
+
+  it('drops what the held chain mines or double-spends, as a node does on a block', async () => {
+    const before = node.mempool().sequence;
+    node.setChain(BTCD_SIDE.map(btcdBlock)); // 3A's c4d85354… spends 29c25cf0…:0 too
+    expect(node.mempool()).toEqual({ txids: [], sequence: before + 1 });
+    node.setChain(BTCD_MAIN.map(btcdBlock));
+    node.setMempool([pending.toHex()]); // mined in block 3: never enters
+    expect(node.mempool().txids).toEqual([]);
+    expect((await get(`/tx/${pending.getId()}`)) as Json).toMatchObject({
+      status: { confirmed: true, block_height: 3 },
+    });
   });
 });

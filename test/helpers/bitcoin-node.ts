@@ -1,8 +1,8 @@
 /**
  * A loopback Bitcoin node of our own: a real HTTP server on 127.0.0.1 that serves real recorded
  * blocks from their raw bytes, speaking both Esplora's REST API and Bitcoin Core's JSON-RPC (on
- * `POST /`) over the same chain, with controls for tests: the chain it presents, faults, and a
- * log of the requests.
+ * `POST /`) over the same chain and a mempool, with controls for tests: the chain and pool it
+ * presents, faults, a log of the requests and a hook between them.
  *
  * Prevouts (the outputs inputs spend) are derived from the earlier blocks of the chain it
  * presents. An input spending an output of a block it does not hold is out of scope: by default
@@ -17,16 +17,35 @@
  * within a block, last transaction first (our choice: Esplora does not document the order within a
  * block), 25 a page.
  *
+ * A mempool (`setMempool`, `addToMempool`, `removeFromMempool`: raw transactions, in the node's
+ * order) is served as the real nodes serve theirs: Esplora `GET /mempool/txids` and `GET /tx/:txid`
+ * (`status: {confirmed: false}`, prevouts and `fee`); Core `getrawmempool` (with `mempool_sequence`
+ * as Core 21+ gives it when asked with a second argument `true`: a counter that moves by one per
+ * transaction added or removed), `getrawtransaction` (a pool transaction needs no txindex, and
+ * carries no blockhash, confirmations or fee) and `gettxout txid n (include_mempool=true)` (the
+ * held chain's unspent outputs, less those pool transactions spend when include_mempool, plus the
+ * pool's own outputs at 0 confirmations; null otherwise, and for OP_RETURN outputs). A pool
+ * transaction's prevouts come from the held chain or from other pool transactions; others follow
+ * the `unheldPrevouts` rule (with 'placeholder', gettxout include_mempool=false answers the
+ * stand-in for an outpoint a pool transaction spends). Like a real node, the pool drops what the
+ * held chain mines or conflicts with (and a conflict's descendants) whenever the chain or pool is
+ * set; unlike one, it does not take back the transactions of blocks a new chain leaves out, and it
+ * checks no signature, fee or replacement rule. `mempoolSequence: false` imitates Core before 21:
+ * getrawmempool refuses a second argument with error -1 and its help text, as RPCHelpMan::Check
+ * did (a std::runtime_error, turned into RPC_MISC_ERROR). getrawmempool verbose (the per-entry
+ * objects) is not served.
+ *
  * What it leaves out of the real answers: Core 23+'s `desc` in scriptPubKeys; Esplora's
  * `sigops` and the `inner_redeemscript_asm`/`inner_witnessscript_asm` of script-hash spends.
  * `chainwork` and `mediantime` are computed over the blocks it holds only.
  */
 import http from 'node:http';
-import { Block, type Network, networks, type Transaction } from 'bitcoinjs-lib';
+import { Block, type Network, networks, Transaction } from 'bitcoinjs-lib';
 import { stringify } from 'lossless-json';
 import {
   type CoreFlavour,
   coreTransaction,
+  coreTxOut,
   type EsploraStatus,
   esploraTransaction,
   type Json,
@@ -44,6 +63,8 @@ export interface BitcoinNodeOptions {
   txindex?: boolean;
   /** What an input spending an output the node does not hold gets (see above). Default 'omit'. */
   unheldPrevouts?: 'omit' | 'placeholder';
+  /** Default true (Core 21+). false: getrawmempool refuses its second argument, as Core before 21. */
+  mempoolSequence?: boolean;
 }
 
 export interface BitcoinNodeRequest {
@@ -67,6 +88,24 @@ export interface BitcoinNode extends RestartableNode {
   failNext(count: number, status?: number): void;
   /** The next `/block/:hash/txs/:start` page answers one transaction short. */
   truncateNextPage(): void;
+  /**
+   * Replaces the pool with these transactions (raw bytes or hex), in this order; those the held
+   * chain mines or conflicts with are left out. mempool_sequence moves by one per transaction
+   * added or removed.
+   */
+  setMempool(txs: (Uint8Array | string)[]): void;
+  /** Adds transactions at the pool's end (as setMempool, without re-reading the rest). */
+  addToMempool(txs: (Uint8Array | string)[]): void;
+  /** Removes the transactions with these txids from the pool. */
+  removeFromMempool(txids: string[]): void;
+  /** The pool's txids, in order, and its mempool_sequence. */
+  mempool(): { txids: string[]; sequence: number };
+  /**
+   * Calls `listener` after each request is answered (and before the next is), so a test can
+   * change the node between two requests of one client, e.g. mine a block between a pool's list
+   * and its reads. undefined removes it.
+   */
+  afterRequest(listener: ((request: BitcoinNodeRequest) => void) | undefined): void;
 }
 
 interface HeldBlock {
@@ -83,7 +122,19 @@ interface Located {
   held: HeldBlock;
 }
 
+interface Pooled {
+  tx: Transaction;
+  txid: string;
+  /** The outpoints its inputs spend. */
+  spends: string[];
+}
+
 const PAGE = 25;
+/** Core before 21's answer to getrawmempool with two arguments: the start of its help text. */
+const OLD_GETRAWMEMPOOL_HELP =
+  'getrawmempool ( verbose )\n\nReturns all transaction ids in memory pool as a json array of string transaction ids.\n\n' +
+  'Hint: use getmempoolentry to fetch a specific transaction from the mempool.\n';
+const OP_RETURN = 0x6a;
 const PLACEHOLDER: SpentOutput = { script: new Uint8Array(0), value: 0n, height: 0, generated: false };
 
 type Reply = { status: number; body: string; type: 'json' | 'text' };
@@ -93,6 +144,16 @@ const json = (value: unknown, status = 200): Reply => ({
   type: 'json',
 });
 const text = (body: string, status = 200): Reply => ({ status, body, type: 'text' });
+
+const outpointOf = (input: { hash: Uint8Array; index: number }) =>
+  `${reversedHex(input.hash)}:${input.index}`;
+
+function parsePooled(bytes: Uint8Array | string): Pooled {
+  const tx = Transaction.fromBuffer(
+    typeof bytes === 'string' ? Buffer.from(bytes, 'hex') : Buffer.from(bytes),
+  );
+  return { tx, txid: tx.getId(), spends: tx.isCoinbase() ? [] : tx.ins.map(outpointOf) };
+}
 
 function parseBlock(bytes: Uint8Array | string): { block: Block; raw: Buffer } {
   const raw = typeof bytes === 'string' ? Buffer.from(bytes, 'hex') : Buffer.from(bytes);
@@ -120,7 +181,12 @@ const hex8 = (n: number) => (n >>> 0).toString(16).padStart(8, '0');
 
 export async function startBitcoinNode(options: BitcoinNodeOptions = {}): Promise<BitcoinNode> {
   const network = options.network ?? networks.bitcoin;
-  const settings = { verbosity3: true, txindex: true, unheldPrevouts: 'omit' as 'omit' | 'placeholder' };
+  const settings = {
+    verbosity3: true,
+    txindex: true,
+    unheldPrevouts: 'omit' as 'omit' | 'placeholder',
+    mempoolSequence: true,
+  };
   const requests: BitcoinNodeRequest[] = [];
   let chain: HeldBlock[] = [];
   let firstHeight = 0;
@@ -128,6 +194,14 @@ export async function startBitcoinNode(options: BitcoinNodeOptions = {}): Promis
   let byHash = new Map<string, HeldBlock>();
   let failures: { count: number; status: number } = { count: 0, status: 500 };
   let truncatePage = false;
+  let afterRequest: ((request: BitcoinNodeRequest) => void) | undefined;
+  /** The outpoints the held blocks spend: not in the UTXO set, and what pool transactions conflict with. */
+  let spentInChain = new Set<string>();
+  let pool: Pooled[] = [];
+  let poolByTxid = new Map<string, Pooled>();
+  /** The outpoints pool transactions spend. */
+  let spentInPool = new Set<string>();
+  let mempoolSequence = 0;
   /** Rendered transactions by block and answer kind: rendering a 2,500-transaction block takes half a second. */
   let rendered = new Map<string, Json[]>();
   /** Rendered transactions of every held block, newest first, by the addresses they touch. */
@@ -145,6 +219,7 @@ export async function startBitcoinNode(options: BitcoinNodeOptions = {}): Promis
     if (next.verbosity3 !== undefined) settings.verbosity3 = next.verbosity3;
     if (next.txindex !== undefined) settings.txindex = next.txindex;
     if (next.unheldPrevouts !== undefined) settings.unheldPrevouts = next.unheldPrevouts;
+    if (next.mempoolSequence !== undefined) settings.mempoolSequence = next.mempoolSequence;
     rendered = new Map();
     histories = undefined;
   }
@@ -167,11 +242,14 @@ export async function startBitcoinNode(options: BitcoinNodeOptions = {}): Promis
     histories = undefined;
     byHash = new Map(held.map((b) => [b.hash, b]));
     byTxid = new Map();
+    spentInChain = new Set();
     for (const b of held) {
       b.txs.forEach((tx, i) => {
         byTxid.set(b.txids[i]!, { tx, held: b });
+        if (!tx.isCoinbase()) for (const input of tx.ins) spentInChain.add(outpointOf(input));
       });
     }
+    replacePool(pool);
   }
 
   const tip = (): HeldBlock | undefined => chain[chain.length - 1];
@@ -191,6 +269,72 @@ export async function startBitcoinNode(options: BitcoinNodeOptions = {}): Promis
         generated: found.tx.isCoinbase(),
       };
     });
+  }
+
+  /** A pool transaction's spent outputs: from the held chain, else from other pool transactions. */
+  function poolPrevoutsOf(tx: Transaction): (SpentOutput | undefined)[] {
+    const top = tip();
+    return tx.ins.map((input) => {
+      const parentTxid = reversedHex(input.hash);
+      const mined = byTxid.get(parentTxid);
+      if (mined) {
+        const output = mined.tx.outs[input.index];
+        return output
+          ? {
+              script: output.script,
+              value: output.value,
+              height: mined.held.height,
+              generated: mined.tx.isCoinbase(),
+            }
+          : undefined;
+      }
+      const pooled = poolByTxid.get(parentTxid);
+      const output = pooled?.tx.outs[input.index];
+      if (output)
+        return {
+          script: output.script,
+          value: output.value,
+          height: (top?.height ?? -1) + 1,
+          generated: false,
+        };
+      return settings.unheldPrevouts === 'placeholder' && !pooled ? PLACEHOLDER : undefined;
+    });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // The pool
+
+  /**
+   * Makes `next` the pool, less what the held chain mines or conflicts with and the descendants of
+   * those conflicts (as a node does on a block), and moves mempool_sequence by one per
+   * transaction added or removed.
+   */
+  function replacePool(next: Pooled[]): void {
+    const unique = new Map<string, Pooled>();
+    for (const p of next) if (!unique.has(p.txid)) unique.set(p.txid, p);
+    const invalid = new Set<string>();
+    for (const p of unique.values()) {
+      if (byTxid.has(p.txid)) continue; // mined: leaves the pool, its children stay valid
+      if (p.spends.some((o) => spentInChain.has(o))) invalid.add(p.txid);
+    }
+    // Descendants of a conflict spend outputs that will never exist.
+    for (let grew = invalid.size > 0; grew; ) {
+      grew = false;
+      for (const p of unique.values()) {
+        if (invalid.has(p.txid)) continue;
+        if (p.spends.some((o) => invalid.has(o.slice(0, 64)))) {
+          invalid.add(p.txid);
+          grew = true;
+        }
+      }
+    }
+    const kept = [...unique.values()].filter((p) => !invalid.has(p.txid) && !byTxid.has(p.txid));
+    const keptIds = new Set(kept.map((p) => p.txid));
+    for (const p of pool) if (!keptIds.has(p.txid)) mempoolSequence++;
+    for (const p of kept) if (!poolByTxid.has(p.txid)) mempoolSequence++;
+    pool = kept;
+    poolByTxid = new Map(kept.map((p) => [p.txid, p]));
+    spentInPool = new Set(kept.flatMap((p) => p.spends));
   }
 
   // -------------------------------------------------------------------------------------------
@@ -292,12 +436,17 @@ export async function startBitcoinNode(options: BitcoinNodeOptions = {}): Promis
     }
     m = /^\/address\/([^/]+)\/txs\/chain(?:\/([0-9a-f]{64}))?$/.exec(path);
     if (m) return addressHistory(m[1]!, m[2]);
+    // Plain JSON.stringify: the same text for strings, and quick for a pool of 100,000.
+    if (path === '/mempool/txids')
+      return { status: 200, body: JSON.stringify(pool.map((p) => p.txid)), type: 'json' };
     m = /^\/tx\/([0-9a-f]{64})$/.exec(path);
     const found = m ? byTxid.get(m[1]!) : undefined;
     if (found)
       return json(
         esploraTransaction(found.tx, prevoutsOf(found.tx, found.held), statusOf(found.held), network),
       );
+    const pooled = m ? poolByTxid.get(m[1]!) : undefined;
+    if (pooled) return json(esploraTransaction(pooled.tx, poolPrevoutsOf(pooled.tx), undefined, network));
     return text(m ? 'Transaction not found' : 'Not Found', 404);
   }
 
@@ -365,6 +514,10 @@ export async function startBitcoinNode(options: BitcoinNodeOptions = {}): Promis
   }
 
   function getrawtransaction(txid: unknown, verbose: unknown): unknown {
+    // Core looks in its pool first, which needs no txindex; a pool transaction has no block fields.
+    const pooled = typeof txid === 'string' ? poolByTxid.get(txid) : undefined;
+    if (pooled)
+      return verbose ? coreTransaction(pooled.tx, { network, flavour: flavour() }) : pooled.tx.toHex();
     const found = typeof txid === 'string' ? byTxid.get(txid) : undefined;
     if (!found || !settings.txindex) {
       throw new RpcError(
@@ -382,6 +535,52 @@ export async function startBitcoinNode(options: BitcoinNodeOptions = {}): Promis
       time: found.held.block.timestamp,
       blocktime: found.held.block.timestamp,
     };
+  }
+
+  function getrawmempool(params: unknown[]): unknown {
+    if (!settings.mempoolSequence && params.length > 1) throw new RpcError(-1, OLD_GETRAWMEMPOOL_HELP);
+    const verbose = params[0] === true;
+    const withSequence = params[1] === true;
+    if (verbose && withSequence)
+      throw new RpcError(-8, 'Verbose results cannot contain mempool sequence values.');
+    if (verbose) throw new RpcError(-1, 'getrawmempool verbose is not supported by this stand-in');
+    const txids = pool.map((p) => p.txid);
+    return withSequence ? { txids, mempool_sequence: mempoolSequence } : txids;
+  }
+
+  /** Core's gettxout over the held chain's UTXO set and, with include_mempool, the pool. */
+  function gettxout(txid: unknown, n: unknown, includeMempool: unknown = true): unknown {
+    if (typeof txid !== 'string' || !/^[0-9a-f]{64}$/.test(txid))
+      throw new RpcError(-8, `txid must be of length 64 (not ${String(txid).length}, for '${String(txid)}')`);
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < 0)
+      throw new RpcError(-8, 'Invalid parameter, vout cannot be negative');
+    const top = tip()!;
+    const key = `${txid}:${n}`;
+    const withPool = includeMempool !== false;
+    if (withPool && spentInPool.has(key)) return null;
+    const mined = byTxid.get(txid);
+    const minedOutput = mined?.tx.outs[n];
+    if (mined) {
+      if (!minedOutput || spentInChain.has(key) || minedOutput.script[0] === OP_RETURN) return null;
+      const confirmations = top.height - mined.held.height + 1;
+      const coin = { ...minedOutput, generated: mined.tx.isCoinbase() };
+      return coreTxOut(coin, { hash: top.hash, confirmations }, network, flavour());
+    }
+    const pooled = poolByTxid.get(txid);
+    const pooledOutput = pooled?.tx.outs[n];
+    if (pooled) {
+      if (!withPool || !pooledOutput || pooledOutput.script[0] === OP_RETURN) return null;
+      return coreTxOut(
+        { ...pooledOutput, generated: false },
+        { hash: top.hash, confirmations: 0 },
+        network,
+        flavour(),
+      );
+    }
+    // The stand-in exists only where a pool transaction spends it, as the chain's coin it pretends to be.
+    if (settings.unheldPrevouts === 'placeholder' && spentInPool.has(key))
+      return coreTxOut(PLACEHOLDER, { hash: top.hash, confirmations: top.height + 1 }, network, flavour());
+    return null;
   }
 
   function rpcMethod(method: string, params: unknown[]): unknown {
@@ -413,6 +612,10 @@ export async function startBitcoinNode(options: BitcoinNodeOptions = {}): Promis
       }
       case 'getrawtransaction':
         return getrawtransaction(params[0], params[1]);
+      case 'getrawmempool':
+        return getrawmempool(params);
+      case 'gettxout':
+        return gettxout(params[0], params[1], params[2]);
       default:
         throw new RpcError(-32601, 'Method not found');
     }
@@ -476,13 +679,15 @@ export async function startBitcoinNode(options: BitcoinNodeOptions = {}): Promis
       const method = req.method ?? 'GET';
       const path = new URL(req.url ?? '/', 'http://node.invalid').pathname;
       const body = Buffer.concat(chunks).toString('utf8');
-      requests.push({
+      const logged: BitcoinNodeRequest = {
         method,
         path,
         rpc: method === 'POST' ? rpcNames(body) : [],
         authorization: req.headers.authorization,
-      });
+      };
+      requests.push(logged);
       const reply = answer(method, path, body);
+      afterRequest?.(logged);
       res.writeHead(reply.status, {
         'content-type': reply.type === 'json' ? 'application/json' : 'text/plain',
       });
@@ -503,6 +708,22 @@ export async function startBitcoinNode(options: BitcoinNodeOptions = {}): Promis
     },
     truncateNextPage() {
       truncatePage = true;
+    },
+    setMempool(txs) {
+      replacePool(txs.map(parsePooled));
+    },
+    addToMempool(txs) {
+      replacePool([...pool, ...txs.map(parsePooled)]);
+    },
+    removeFromMempool(txids) {
+      const gone = new Set(txids);
+      replacePool(pool.filter((p) => !gone.has(p.txid)));
+    },
+    mempool() {
+      return { txids: pool.map((p) => p.txid), sequence: mempoolSequence };
+    },
+    afterRequest(listener) {
+      afterRequest = listener;
     },
     stop,
     start,

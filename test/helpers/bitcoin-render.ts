@@ -263,10 +263,29 @@ export function coreScriptPubKey(script: Uint8Array, network: Network, flavour: 
 export interface SpentOutput {
   script: Uint8Array;
   value: bigint;
-  /** Height of the block that created it. */
+  /** Height of the block that created it (for an output of a pool transaction: the tip's + 1). */
   height: number;
   /** Created by a coinbase. */
   generated: boolean;
+}
+
+/**
+ * An unspent output as Core's gettxout writes it: the tip's hash, its depth (0 for an output of a
+ * pool transaction), the value in BTC, the script as in a transaction's vout, and `coinbase`.
+ */
+export function coreTxOut(
+  output: { script: Uint8Array; value: bigint; generated: boolean },
+  tip: { hash: string; confirmations: number },
+  network: Network,
+  flavour: CoreFlavour,
+): Json {
+  return {
+    bestblock: tip.hash,
+    confirmations: tip.confirmations,
+    value: btcAmount(output.value),
+    scriptPubKey: coreScriptPubKey(output.script, network, flavour),
+    coinbase: output.generated,
+  };
 }
 
 export interface CoreTxOptions {
@@ -376,14 +395,15 @@ function esploraInput(tx: Transaction, i: number, spent: SpentOutput | undefined
 }
 
 /**
- * A transaction as Esplora's `/tx/:txid` and `/block/:hash/txs/:start` write it. An input whose
- * spent output is unknown gets `prevout: null` and the transaction no `fee` (real Esplora always
- * knows both; the node says when it cannot, see bitcoin-node.ts).
+ * A transaction as Esplora's `/tx/:txid` and `/block/:hash/txs/:start` write it; without a block
+ * `status` it is a pool transaction (`status: {confirmed: false}`). An input whose spent output is
+ * unknown gets `prevout: null` and the transaction no `fee` (real Esplora always knows both; the
+ * node says when it cannot, see bitcoin-node.ts).
  */
 export function esploraTransaction(
   tx: Transaction,
   prevouts: (SpentOutput | undefined)[],
-  status: EsploraStatus,
+  status: EsploraStatus | undefined,
   network: Network,
 ): Json {
   const out: Json = {
@@ -397,6 +417,6 @@ export function esploraTransaction(
   };
   const fee = tx.isCoinbase() ? 0n : feeOf(tx, prevouts);
   if (fee !== undefined) out.fee = Number(fee);
-  out.status = { confirmed: true, ...status };
+  out.status = status ? { confirmed: true, ...status } : { confirmed: false };
   return out;
 }

@@ -71,7 +71,13 @@ function tx(
   coinbase = false,
 ): BitcoinTransaction {
   const endpoint = ([address, value]: [string | null, bigint]) => ({ address, value });
-  return { txid: 'ab'.repeat(32), coinbase, inputs: inputs.map(endpoint), outputs: outputs.map(endpoint) };
+  return {
+    txid: 'ab'.repeat(32),
+    coinbase,
+    inputs: inputs.map(endpoint),
+    outputs: outputs.map(endpoint),
+    spends: coinbase ? [] : inputs.map((_, i) => `${'cd'.repeat(32)}:${i}`),
+  };
 }
 
 describe('netChange and addressesOf', () => {

@@ -21,6 +21,11 @@ export interface BitcoinTransaction {
   /** The outputs the inputs spend, in input order; empty for a coinbase. */
   inputs: BitcoinEndpoint[];
   outputs: BitcoinEndpoint[];
+  /**
+   * The outpoints the inputs spend, `<txid>:<vout>`, in input order; empty for a coinbase. Two
+   * transactions spending one outpoint conflict: a replacement (RBF) or a double spend.
+   */
+  spends: string[];
 }
 
 /** A block's transactions, in block order. */

@@ -57,7 +57,8 @@ function independentActivity(raws: Buffer[], network: Network, unheld?: 'placeho
           });
       const paid = tx.outs.map((o) => ({ address: addressOrNull(o.script, network), value: o.value }));
       for (const [n, o] of paid.entries()) outputs.set(`${txid}:${n}`, o);
-      return { txid, coinbase, inputs, outputs: paid };
+      const spends = coinbase ? [] : tx.ins.map((input) => `${txidOf(input.hash)}:${input.index}`);
+      return { txid, coinbase, inputs, outputs: paid, spends };
     }),
   );
 }
@@ -155,6 +156,7 @@ describe('mainnet blocks 0–255', () => {
           { address: null, value: 10n * BTC },
           { address: null, value: 40n * BTC },
         ],
+        spends: ['0437cd7f8525ceed2324359c2d0ba26006d92d856a9c20fa0241106ee5a597c9:0'],
       });
     }
   });

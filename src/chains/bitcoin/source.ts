@@ -41,7 +41,7 @@ export interface BitcoinSourceOptions {
 
 export type BitcoinBlockSource = BlockSource<BitcoinActivity>;
 
-const HASH = /^[0-9a-f]{64}$/;
+export const HASH = /^[0-9a-f]{64}$/;
 const SCRIPT_HEX = /^(?:[0-9a-f]{2})*$/;
 /** The parent named by the genesis block's header. */
 const NO_PARENT = '0'.repeat(64);
@@ -86,6 +86,9 @@ function endpoint(
   return { address: nodeAddress || addressOfScript(Buffer.from(scriptHex, 'hex'), network), value };
 }
 
+/** An outpoint as `BitcoinTransaction.spends` writes it. */
+export const outpoint = (txid: string, vout: bigint | number) => `${txid}:${vout}`;
+
 function checkHeight(height: number): void {
   if (!Number.isSafeInteger(height) || height < 0) throw new RangeError(`Not a block height: ${height}`);
 }
@@ -98,7 +101,7 @@ const ESPLORA_PAGE = 25;
 /** Pages of one block read at once, so a 2,500-transaction block is 25 rounds, not 100. */
 const ESPLORA_PAGE_CONCURRENCY = 4;
 
-/** Esplora's amounts are whole satoshi, read with JSON.parse: exact below 2^53, refused above. */
+/** Esplora's amounts and indexes are whole numbers, read with JSON.parse: exact below 2^53, refused above. */
 function satoshi(value: unknown): bigint | undefined {
   if (typeof value === 'number') return Number.isSafeInteger(value) ? BigInt(value) : undefined;
   return asBigint(value);
@@ -122,11 +125,18 @@ export function esploraTransaction(tx: unknown, network: Network): BitcoinTransa
   const vin = asArray(tx.vin);
   const coinbase = isObject(vin[0]) && vin[0].is_coinbase === true;
   const inputs: BitcoinEndpoint[] = [];
+  const spends: string[] = [];
   if (!coinbase) {
     for (const input of vin) {
-      const spent = isObject(input) ? esploraEndpoint(input.prevout, network) : undefined;
+      if (!isObject(input)) return `an input of ${txid} that is not an object`;
+      const parent = asString(input.txid);
+      const vout = satoshi(input.vout);
+      if (!parent || !HASH.test(parent) || vout === undefined)
+        return `an input of ${txid} without its outpoint`;
+      const spent = esploraEndpoint(input.prevout, network);
       if (!spent) return `an input of ${txid} without its prevout`;
       inputs.push(spent);
+      spends.push(outpoint(parent, vout));
     }
   }
   const outputs: BitcoinEndpoint[] = [];
@@ -136,7 +146,7 @@ export function esploraTransaction(tx: unknown, network: Network): BitcoinTransa
     outputs.push(paid);
   }
   if (vin.length === 0 || outputs.length === 0) return `${txid} without inputs or outputs`;
-  return { txid, coinbase, inputs, outputs };
+  return { txid, coinbase, inputs, outputs, spends };
 }
 
 /**
@@ -220,10 +230,10 @@ export function createEsploraSource(options: BitcoinSourceOptions): BitcoinBlock
 /** getblockhash: "Block height out of range". */
 const RPC_INVALID_PARAMETER = -8n;
 /** getrawtransaction: "No such mempool or blockchain transaction" (without txindex: "… Use -txindex …"). */
-const RPC_INVALID_ADDRESS_OR_KEY = -5n;
+export const RPC_INVALID_ADDRESS_OR_KEY = -5n;
 
-/** An output in Core's shape (`value` in BTC, `scriptPubKey` with `hex` and maybe an address). */
-function coreEndpoint(output: unknown, network: Network): BitcoinEndpoint | undefined {
+/** An output in Core's shape (`value` in BTC, `scriptPubKey` with `hex` and maybe an address): vout, gettxout. */
+export function coreEndpoint(output: unknown, network: Network): BitcoinEndpoint | undefined {
   if (!isObject(output) || !isObject(output.scriptPubKey)) return undefined;
   return endpoint(
     asString(output.scriptPubKey.hex),
@@ -240,7 +250,7 @@ interface Spend {
   prevout?: BitcoinEndpoint;
 }
 
-interface CoreTransaction {
+export interface CoreTransaction {
   txid: string;
   coinbase: boolean;
   spends: Spend[];
@@ -257,7 +267,7 @@ function coreSpend(input: unknown, network: Network): Spend | undefined {
   return prevout ? { txid, vout, prevout } : undefined;
 }
 
-function coreOutputs(tx: Json, network: Network): BitcoinEndpoint[] | undefined {
+export function coreOutputs(tx: Json, network: Network): BitcoinEndpoint[] | undefined {
   const outputs: BitcoinEndpoint[] = [];
   for (const output of asArray(tx.vout)) {
     const paid = coreEndpoint(output, network);
@@ -267,7 +277,8 @@ function coreOutputs(tx: Json, network: Network): BitcoinEndpoint[] | undefined 
   return outputs.length > 0 ? outputs : undefined;
 }
 
-function coreTransaction(tx: unknown, network: Network): CoreTransaction | undefined {
+/** A transaction in Core's shape (getblock ≥ 2, getrawtransaction verbose), or undefined when it does not fit. */
+export function coreTransaction(tx: unknown, network: Network): CoreTransaction | undefined {
   if (!isObject(tx)) return undefined;
   const txid = asString(tx.txid);
   const vin = asArray(tx.vin);
@@ -284,8 +295,6 @@ function coreTransaction(tx: unknown, network: Network): CoreTransaction | undef
   }
   return { txid, coinbase, spends, outputs };
 }
-
-const outpoint = (txid: string, vout: bigint) => `${txid}:${vout}`;
 
 /** Adds a transaction's outputs to a map by outpoint. */
 function indexOutputs(into: Map<string, BitcoinEndpoint>, txid: string, outputs: BitcoinEndpoint[]): void {
@@ -393,6 +402,7 @@ export function createBitcoindSource(options: BitcoinSourceOptions): BitcoinBloc
         return spent;
       }),
       outputs: paid,
+      spends: spends.map((spend) => outpoint(spend.txid, spend.vout)),
     }));
   }
 
