@@ -518,6 +518,7 @@ function startWatching(deps: {
     index: createAddressIndex((name) => networks.find(name)?.family),
     logger,
     pollIntervalMs: config.watchPollIntervalMs,
+    mempoolDropAfterMs: config.mempoolDropAfterMs,
     alwaysFollow: deps.alwaysFollow,
     tryLock: (name) => store.tryLock(name),
     listen: (channel, onNotify) => store.listen(channel, onNotify),

@@ -46,6 +46,8 @@ export interface Config {
   dispatchLeaseMs: number;
   /** How often followers ask their node for a new head. */
   watchPollIntervalMs: number;
+  /** A pending EVM transaction gone from the node's pool this long is withdrawn (`dropped: true`). */
+  mempoolDropAfterMs: number;
   /** Backfills: node requests per second per process (0: unlimited), blocks per chunk, jobs at once. */
   backfill: { requestsPerSecond: number; blocksPerChunk: number; concurrency: number };
   pollIntervalMs: number;
@@ -306,6 +308,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     pollIntervalMs: readDuration(env, 'LEDGERHOOK_POLL_INTERVAL', 1_000, 10),
     dispatchLeaseMs: 0,
     watchPollIntervalMs: readDuration(env, 'LEDGERHOOK_WATCH_POLL_INTERVAL', 2_000, 10),
+    mempoolDropAfterMs: readDuration(env, 'LEDGERHOOK_MEMPOOL_DROP_AFTER', 3_600_000, 1),
     backfill: {
       requestsPerSecond: readInt(env, 'LEDGERHOOK_BACKFILL_RPS', 20, 0, 100_000),
       blocksPerChunk: readInt(env, 'LEDGERHOOK_BACKFILL_BLOCKS', 100, 1, 10_000),

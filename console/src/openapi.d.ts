@@ -496,7 +496,7 @@ export interface paths {
         };
         /**
          * The account’s notifications in one gap-free order, to pull instead of (or beside) webhooks
-         * @description Every notification webhook delivery sends (pending, delivered or failed alike; never one held for confirmations until it is released, nor one cancelled before it was sent), oldest first, in the order their transactions committed: a notification committed late comes after everything already read, so resuming from `next_cursor` never skips one. `id` is the webhook's `webhook-id`, to reconcile the two. A withdrawal (`"reorg": true` in the payload) follows a notification read here whose block left the chain. `next_cursor` is always set: at the end of the feed it is where to resume. With `wait` (at most 30 seconds), an empty page waits for the first event, answering as soon as one is committed, or empty when the wait ends.
+         * @description Every notification webhook delivery sends (pending, delivered or failed alike; never one held for confirmations until it is released, nor one cancelled before it was sent), oldest first, in the order their transactions committed: a notification committed late comes after everything already read, so resuming from `next_cursor` never skips one. `id` is the webhook's `webhook-id`, to reconcile the two. A withdrawal (`"reorg": true` in the payload) follows a notification read here whose block left the chain, and one with `"dropped": true` a pending announcement whose transaction can no longer be mined. `next_cursor` is always set: at the end of the feed it is where to resume. With `wait` (at most 30 seconds), an empty page waits for the first event, answering as soon as one is committed, or empty when the wait ends.
          */
         get: operations["listEvents"];
         put?: never;
@@ -568,9 +568,9 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /** @description Any webhook body. Registry events have a `type` of `registry.*`; address notifications have `type` `native` or `token`, with `reorg: true` on a withdrawal and `test: true` on a sample; contract events have `contractAddress`, `topics` and `data` */
-        WebhookEvent: components["schemas"]["AddressTransactionEvent"] | components["schemas"]["AddressTransactionReorgEvent"] | components["schemas"]["ContractLogEvent"] | components["schemas"]["TestEvent"] | components["schemas"]["RegistryCreatedEvent"] | components["schemas"]["RegistryAnchoredEvent"] | components["schemas"]["RegistryRevokedEvent"];
-        /** @description A transfer touching a watched address (events `address.transaction`, and `address.transaction.pending` with `mempool: true`) */
+        /** @description Any webhook body. Registry events have a `type` of `registry.*`; address notifications have `type` `native`, `token` or `fee`, with `mempool: true` while pending, `reorg: true` on the withdrawal of a mined one, `dropped: true` on the withdrawal of a pending one and `test: true` on a sample; contract events have `contractAddress`, `topics` and `data` */
+        WebhookEvent: components["schemas"]["AddressTransactionEvent"] | components["schemas"]["AddressTransactionReorgEvent"] | components["schemas"]["AddressTransactionDroppedEvent"] | components["schemas"]["ContractLogEvent"] | components["schemas"]["TestEvent"] | components["schemas"]["RegistryCreatedEvent"] | components["schemas"]["RegistryAnchoredEvent"] | components["schemas"]["RegistryRevokedEvent"];
+        /** @description A transfer touching a watched address (events `address.transaction`, and `address.transaction.pending` with `mempool: true`). A pending one is followed either by the mined one (`address.transaction`, with its `blockNumber`; later an `address.transaction.reorg` if that block leaves the chain) or by its withdrawal (`address.transaction.dropped`) */
         AddressTransactionEvent: {
             /** @description On EVM chains the sender of the transfer; on other chains the watched address (see `watchedAddress`) */
             address: string;
@@ -594,7 +594,7 @@ export interface components {
             decimalsUnknown?: true;
             /** @description ERC-721 / ERC-1155 token id, a decimal string */
             tokenId?: string;
-            /** @description EVM only: true while pending (no `blockNumber`), false once in a block */
+            /** @description EVM and Bitcoin: true while pending (no `blockNumber`, `confirmations` 0), with event `address.transaction.pending`; false (EVM) or absent once in a block */
             mempool?: boolean;
             /** @description On EVM chains the recipient (absent on a `fee`); elsewhere the single counterparty, absent if several */
             counterAddress?: string;
@@ -619,7 +619,7 @@ export interface components {
             }[];
             /**
              * Format: uuid
-             * @description The notification id: equal to the `webhook-id` header, the same on every retry
+             * @description The notification id: equal to the `webhook-id` header, the same on every retry; a withdrawal (`reorg`, `dropped`) has an id of its own
              */
             id: string;
             /** Format: uuid */
@@ -643,6 +643,16 @@ export interface components {
              * @enum {boolean}
              */
             reorg: true;
+        };
+        /** @description Event `address.transaction.dropped`: the body of a pending announcement already sent (`mempool: true`, no `blockNumber`), with a new `id`, `dropped: true` and, when known, `replacedBy`, because its transaction was replaced or dropped. Should it be mined after all, an `address.transaction` follows as usual; a mined transaction is never withdrawn this way (see `address.transaction.reorg`) */
+        AddressTransactionDroppedEvent: components["schemas"]["AddressTransactionEvent"] & {
+            /**
+             * @description This withdraws an earlier pending announcement (`mempool: true`) whose transaction can no longer be mined
+             * @enum {boolean}
+             */
+            dropped: true;
+            /** @description The transaction that took its place, when known: on EVM chains the one mined with the same sender and nonce; on Bitcoin the one spending an input of it, in the mempool (replace-by-fee) or in a block (a double spend). Absent when an EVM transaction left the node’s pool and its nonce stayed unused past `LEDGERHOOK_MEMPOOL_DROP_AFTER` */
+            replacedBy?: string;
         };
         /** @description A log a followed contract event matched (CONTRACT_LOG_EVENT subscriptions; events `contract.log`, and `contract.log.reorg` with `reorg: true`) */
         ContractLogEvent: {
@@ -1927,7 +1937,7 @@ export interface operations {
                             [key: string]: unknown;
                         };
                     };
-                    /** @description EVM address subscriptions only; default true there. Contract events come from mined blocks */
+                    /** @description Pending notifications (`mempool: true`, no `blockNumber`) before the mined one, withdrawn with `dropped: true` if the transaction can no longer be mined. Address subscriptions on EVM networks (default true) and Bitcoin networks (default false); refused on Algorand (rounds are final within seconds) and Solana (no public mempool). Contract events come from mined blocks */
                     mempool?: boolean;
                     /** @description Default 1 (EVM), 2 (UTXO) */
                     confirmations?: number;

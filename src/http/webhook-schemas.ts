@@ -42,7 +42,10 @@ const AddressTransactionEvent = Type.Object(
     ),
     tokenId: Type.Optional(Type.String({ description: 'ERC-721 / ERC-1155 token id, a decimal string' })),
     mempool: Type.Optional(
-      Type.Boolean({ description: 'EVM only: true while pending (no `blockNumber`), false once in a block' }),
+      Type.Boolean({
+        description:
+          'EVM and Bitcoin: true while pending (no `blockNumber`, `confirmations` 0), with event `address.transaction.pending`; false (EVM) or absent once in a block',
+      }),
     ),
     counterAddress: Type.Optional(
       Type.String({
@@ -76,7 +79,8 @@ const AddressTransactionEvent = Type.Object(
     ),
     id: Type.String({
       format: 'uuid',
-      description: 'The notification id: equal to the `webhook-id` header, the same on every retry',
+      description:
+        'The notification id: equal to the `webhook-id` header, the same on every retry; a withdrawal (`reorg`, `dropped`) has an id of its own',
     }),
     subscriptionId: Type.String({ format: 'uuid' }),
     chain: Type.String({ description: 'The network’s name (ETH, BTC, SOL, DEVNET…)' }),
@@ -89,7 +93,7 @@ const AddressTransactionEvent = Type.Object(
   },
   {
     description:
-      'A transfer touching a watched address (events `address.transaction`, and `address.transaction.pending` with `mempool: true`)',
+      'A transfer touching a watched address (events `address.transaction`, and `address.transaction.pending` with `mempool: true`). A pending one is followed either by the mined one (`address.transaction`, with its `blockNumber`; later an `address.transaction.reorg` if that block leaves the chain) or by its withdrawal (`address.transaction.dropped`)',
   },
 );
 
@@ -105,6 +109,28 @@ const AddressTransactionReorgEvent = Type.Intersect(
   {
     description:
       'Event `address.transaction.reorg`: the body of a notification already sent, with a new `id` and `reorg: true`, because its block left the chain',
+  },
+);
+
+const AddressTransactionDroppedEvent = Type.Intersect(
+  [
+    ref('AddressTransactionEvent'),
+    Type.Object({
+      dropped: Type.Literal(true, {
+        description:
+          'This withdraws an earlier pending announcement (`mempool: true`) whose transaction can no longer be mined',
+      }),
+      replacedBy: Type.Optional(
+        Type.String({
+          description:
+            'The transaction that took its place, when known: on EVM chains the one mined with the same sender and nonce; on Bitcoin the one spending an input of it, in the mempool (replace-by-fee) or in a block (a double spend). Absent when an EVM transaction left the node’s pool and its nonce stayed unused past `LEDGERHOOK_MEMPOOL_DROP_AFTER`',
+        }),
+      ),
+    }),
+  ],
+  {
+    description:
+      'Event `address.transaction.dropped`: the body of a pending announcement already sent (`mempool: true`, no `blockNumber`), with a new `id`, `dropped: true` and, when known, `replacedBy`, because its transaction was replaced or dropped. Should it be mined after all, an `address.transaction` follows as usual; a mined transaction is never withdrawn this way (see `address.transaction.reorg`)',
   },
 );
 
@@ -221,6 +247,7 @@ const WebhookEvent = Type.Union(
   [
     ref('AddressTransactionEvent'),
     ref('AddressTransactionReorgEvent'),
+    ref('AddressTransactionDroppedEvent'),
     ref('ContractLogEvent'),
     ref('TestEvent'),
     ref('RegistryCreatedEvent'),
@@ -229,7 +256,7 @@ const WebhookEvent = Type.Union(
   ],
   {
     description:
-      'Any webhook body. Registry events have a `type` of `registry.*`; address notifications have `type` `native` or `token`, with `reorg: true` on a withdrawal and `test: true` on a sample; contract events have `contractAddress`, `topics` and `data`',
+      'Any webhook body. Registry events have a `type` of `registry.*`; address notifications have `type` `native`, `token` or `fee`, with `mempool: true` while pending, `reorg: true` on the withdrawal of a mined one, `dropped: true` on the withdrawal of a pending one and `test: true` on a sample; contract events have `contractAddress`, `topics` and `data`',
   },
 );
 
@@ -238,6 +265,7 @@ export const WEBHOOK_SCHEMAS: Record<string, TSchema> = {
   WebhookEvent,
   AddressTransactionEvent,
   AddressTransactionReorgEvent,
+  AddressTransactionDroppedEvent,
   ContractLogEvent,
   TestEvent,
   RegistryCreatedEvent,

@@ -29,6 +29,12 @@ export const CREATE_SCOPE = 'POST /api/v1/subscription';
 /** The first half of the advisory lock that serialises creating one address's subscriptions. */
 const CREATE_LOCK_SPACE = 7_461_004;
 
+/** Why a family has no pending notifications (EVM and Bitcoin have them). */
+const NO_MEMPOOL: Partial<Record<Network['family'], string>> = {
+  algorand: 'Algorand rounds are final within seconds, so nothing waits in a pool to be announced',
+  solana: 'Solana has no public mempool: leaders receive transactions directly',
+};
+
 /** The same account's live subscription of the same address and URL, if there is one. */
 async function findDuplicate(
   tx: Db,
@@ -128,10 +134,11 @@ function validateAddressCreate(
     else if (many !== undefined) addresses = normalizeAll(network, many, '#/attr/addresses', errors, invalid);
     // One address reports its pointer as before: #/attr/address, not #/attr/address/0.
     for (const e of errors) if (e.pointer === '#/attr/address/0') e.pointer = '#/attr/address';
-    if (input.mempool === true && network.family !== 'evm') {
+    const noMempool = NO_MEMPOOL[network.family];
+    if (input.mempool === true && noMempool) {
       errors.push({
         pointer: '#/mempool',
-        detail: `is only available on EVM networks, not ${network.name}`,
+        detail: `is only available on EVM and Bitcoin networks, not ${network.name}: ${noMempool}`,
       });
     }
     // Elsewhere a notification's amount already includes the fee its payer paid.
@@ -148,6 +155,7 @@ function validateAddressCreate(
     net: network,
     addresses,
     single: many === undefined ? addresses[0]! : undefined,
+    // Pending notifications by default where they are the norm (EVM); asked for on Bitcoin.
     mempool: input.mempool ?? network.family === 'evm',
     fees: input.attr.fees === true,
   };

@@ -131,7 +131,7 @@ const CreateBody = Type.Object(
     mempool: Type.Optional(
       Type.Boolean({
         description:
-          'EVM address subscriptions only; default true there. Contract events come from mined blocks',
+          'Pending notifications (`mempool: true`, no `blockNumber`) before the mined one, withdrawn with `dropped: true` if the transaction can no longer be mined. Address subscriptions on EVM networks (default true) and Bitcoin networks (default false); refused on Algorand (rounds are final within seconds) and Solana (no public mempool). Contract events come from mined blocks',
       }),
     ),
     confirmations: Type.Optional(

@@ -637,14 +637,24 @@ describe.each(backends)('subscription API on %s', (backend) => {
       );
     });
 
-    test.each(['BTC', 'ALGO', 'SOL'])('mempool: true on %s names #/mempool', async (chain) => {
-      const address = { BTC: BTC_P2WPKH, ALGO: ALGO_REAL, SOL: SOL_WRAPPED }[chain]!;
+    test.each([
+      ['ALGO', /final within seconds/],
+      ['SOL', /no public mempool/],
+    ])('mempool: true on %s names #/mempool and says why', async (chain, why) => {
+      const address = { ALGO: ALGO_REAL, SOL: SOL_WRAPPED }[chain as 'ALGO' | 'SOL'];
       const problem = await expectRejected(
         t,
-        subscriptionBody(chain, address, quietUrl, { mempool: true }),
+        subscriptionBody(chain as string, address, quietUrl, { mempool: true }),
         '#/mempool',
       );
-      expect(problem.errors![0]!.detail).toContain('EVM');
+      expect(problem.errors![0]!.detail).toMatch(why);
+    });
+
+    test('mempool on Bitcoin: off unless asked for, kept when asked for', async () => {
+      const plain = await create(subscriptionBody('BTC', BTC_P2WPKH, quietUrlOf()));
+      expect(((await t.request('GET', `${API}/${plain.id}`)).body as View).mempool).toBe(false);
+      const asked = await create(subscriptionBody('BTC', BTC_P2WPKH, quietUrlOf(), { mempool: true }));
+      expect(((await t.request('GET', `${API}/${asked.id}`)).body as View).mempool).toBe(true);
     });
 
     test.each(['BTC', 'ALGO', 'SOL'])('attr.fees: true on %s names #/attr/fees', async (chain) => {

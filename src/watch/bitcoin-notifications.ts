@@ -1,18 +1,48 @@
 import {
   addressesOf,
   type BitcoinActivity,
+  type BitcoinTransaction,
   counterparties,
   formatBtc,
   netChange,
 } from '../chains/bitcoin/activity.js';
 import type { Network } from '../chains/networks.js';
+import type { WatchedSubscription } from '../subscriptions/events.js';
 import type { AddressIndex } from './address-index.js';
 import type { BlockMatch, BlockMatcher } from './follower.js';
+import type { Claimed } from './pending-lifecycle.js';
 
 export interface BitcoinMatcherDeps {
   network: Network;
   /** Who watches an address: the follower's index, or a backfill's one subscription. */
   index: Pick<AddressIndex, 'lookup'>;
+}
+
+/** The body of DESIGN §6 for a transaction and a watched address it touches (pending: no block). */
+export function bitcoinBody(
+  network: Network,
+  tx: BitcoinTransaction,
+  address: string,
+  subscription: WatchedSubscription,
+  id: string,
+  blockNumber: number | undefined,
+): Record<string, unknown> {
+  const { amount, counterAddress } = netChange(tx, address);
+  return {
+    address,
+    txId: tx.txid,
+    type: 'native',
+    ...(blockNumber === undefined ? {} : { blockNumber }),
+    asset: network.symbol,
+    amount: formatBtc(amount),
+    ...(blockNumber === undefined ? { mempool: true } : {}),
+    ...(counterAddress === undefined ? {} : { counterAddress }),
+    id,
+    subscriptionId: subscription.id,
+    chain: network.name,
+    watchedAddress: address,
+    confirmations: blockNumber === undefined ? 0 : Math.max(1, subscription.confirmations),
+  };
 }
 
 /**
@@ -26,8 +56,6 @@ export function bitcoinMatcher({ network, index }: BitcoinMatcherDeps): BlockMat
     for (const tx of block.activity) {
       for (const address of addressesOf(tx)) {
         const watchers = index.lookup(network.name, address);
-        if (watchers.length === 0) continue;
-        const { amount, counterAddress } = netChange(tx, address);
         for (const subscription of watchers) {
           matches.push({
             subscription,
@@ -35,24 +63,16 @@ export function bitcoinMatcher({ network, index }: BitcoinMatcherDeps): BlockMat
             // blocks, so their dedupe keys differ by block hash).
             key: `${tx.txid}:${address}`,
             counterparties: counterparties(tx, address),
-            body: (id) => ({
-              address,
-              txId: tx.txid,
-              type: 'native',
-              blockNumber: block.height,
-              asset: network.symbol,
-              amount: formatBtc(amount),
-              ...(counterAddress === undefined ? {} : { counterAddress }),
-              id,
-              subscriptionId: subscription.id,
-              chain: network.name,
-              watchedAddress: address,
-              confirmations: Math.max(1, subscription.confirmations),
-            }),
+            body: (id) => bitcoinBody(network, tx, address, subscription, id, block.height),
           });
         }
       }
     }
     return matches;
   };
+}
+
+/** What a Bitcoin transaction takes: the outputs its inputs spend. */
+export function bitcoinClaims(activity: BitcoinActivity): Claimed[] {
+  return activity.filter((tx) => !tx.coinbase).map((tx) => ({ txId: tx.txid, claims: tx.spends }));
 }

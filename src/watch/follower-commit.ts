@@ -64,6 +64,13 @@ export function blockNotifications(
 /** How a family's block activity becomes notifications for the watched addresses. */
 export type BlockMatcher<Activity> = (block: ChainBlock<Activity>) => Promise<BlockMatch[]>;
 
+/**
+ * Within the transaction committing blocks: what else they settle (the pending announcements
+ * they mine or make impossible, pending-lifecycle.ts). Returns what to apply in memory once the
+ * transaction has committed.
+ */
+export type BlockSettler<Activity> = (tx: Db, blocks: readonly ChainBlock<Activity>[]) => Promise<() => void>;
+
 export function createBlockCommitter<Activity>(
   db: Db,
   network: string,
@@ -71,6 +78,7 @@ export function createBlockCommitter<Activity>(
   state: ChainState,
   releaser: Releaser,
   log: Logger,
+  settle?: BlockSettler<Activity>,
 ) {
   /** The block's notifications: due at once, or held until the head is deep enough. */
   async function notificationsOf(block: ChainBlock<Activity>, head: number): Promise<NewNotification[]> {
@@ -88,19 +96,22 @@ export function createBlockCommitter<Activity>(
   async function commit(blocks: ChainBlock<Activity>[], head: number): Promise<void> {
     const items: NewNotification[] = [];
     for (const block of blocks) items.push(...(await notificationsOf(block, head)));
+    let settled: (() => void) | undefined;
     await db.transaction(async (tx) => {
       await enqueueNotifications(tx, items);
       noteHeld(items);
+      settled = await settle?.(tx, blocks);
       await state.advanceThrough(tx, blocks);
       await releaser.release(tx, head);
     });
+    settled?.();
     if (items.length > 0) {
       const through = blocks[blocks.length - 1]!.height;
       log.debug({ block: blocks[0]!.height, through, notifications: items.length }, 'blocks processed');
     }
   }
 
-  return { notificationsOf, noteHeld, commit };
+  return { notificationsOf, noteHeld, commit, settle };
 }
 
 export type BlockCommitter<Activity> = ReturnType<typeof createBlockCommitter<Activity>>;

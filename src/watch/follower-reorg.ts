@@ -31,7 +31,11 @@ export function createReorgHandler<Activity>(
   source: BlockSource<Activity>,
   state: ChainState,
   log: Logger,
-  { notificationsOf, noteHeld }: Pick<BlockCommitter<Activity>, 'notificationsOf' | 'noteHeld'>,
+  {
+    notificationsOf,
+    noteHeld,
+    settle,
+  }: Pick<BlockCommitter<Activity>, 'notificationsOf' | 'noteHeld' | 'settle'>,
 ) {
   /** Walks back from the cursor to the highest block the node still has, by hash. */
   async function commonAncestor(from: Cursor): Promise<Cursor> {
@@ -81,12 +85,15 @@ export function createReorgHandler<Activity>(
     const replacing: NewNotification[] = [];
     for (const block of blocks) replacing.push(...(await notificationsOf(block, head)));
     const diff = diffBranches(await announcedIn(db, network, orphaned), replacing);
+    let settled: (() => void) | undefined;
     await db.transaction(async (tx) => {
       await state.rewind(tx, ancestor);
       await applyDiff(tx, network, diff);
       noteHeld(diff.fresh);
+      settled = await settle?.(tx, blocks);
       for (const block of blocks) await state.advance(tx, block);
     });
+    settled?.();
     const at = blocks.length > 0 ? blocks[blocks.length - 1]! : ancestor;
     log.warn(
       {

@@ -6,12 +6,17 @@ import { createSleeper } from '../shared/sleeper.js';
 import type { Db, HeldLock } from '../store/db.js';
 import { chainState } from './chain-state.js';
 import { createCatchUp } from './follower-catch-up.js';
-import { type BlockMatcher, createBlockCommitter } from './follower-commit.js';
+import { type BlockMatcher, type BlockSettler, createBlockCommitter } from './follower-commit.js';
 import { createReorgHandler } from './follower-reorg.js';
 import { describeWatchError, runPolling } from './polling.js';
 import { createReleaser } from './release.js';
 
-export { type BlockMatch, type BlockMatcher, blockNotifications } from './follower-commit.js';
+export {
+  type BlockMatch,
+  type BlockMatcher,
+  type BlockSettler,
+  blockNotifications,
+} from './follower-commit.js';
 export { ChainMismatchError } from './follower-reorg.js';
 
 export interface FollowerBaseStatus {
@@ -49,6 +54,13 @@ export interface FollowerDeps<Activity> {
   acquireLock?: () => Promise<HeldLock | undefined>;
   /** How often a standby tries to take the lock. */
   lockRetryMs?: number;
+  /** What committed blocks settle besides their notifications (the pending lifecycle). */
+  settle?: BlockSettler<Activity>;
+  /**
+   * Awaited each time this process takes the network's lead, before it follows (state another
+   * process may have changed is read anew); a failure fails the round, and it is tried again.
+   */
+  onLead?: () => Promise<void> | void;
 }
 
 /**
@@ -81,7 +93,7 @@ export function createFollower<Activity>(deps: FollowerDeps<Activity>) {
   let loopDone: Promise<void> | undefined;
   let stopHeads: (() => void) | undefined;
 
-  const committer = createBlockCommitter(db, network.name, deps.match, state, releaser, log);
+  const committer = createBlockCommitter(db, network.name, deps.match, state, releaser, log, deps.settle);
   const reorgs = createReorgHandler(db, network.name, source, state, log, committer);
   const catchUp = createCatchUp({
     db,
@@ -150,17 +162,27 @@ export type Follower = ReturnType<typeof createFollower>;
  * The network's follower lock across processes, when there is one (PostgreSQL): taken on the
  * first round and held while the connection lives; lost, the follower stands by and retries.
  */
-function networkLock(deps: Pick<FollowerDeps<unknown>, 'acquireLock'>, log: Logger) {
+function networkLock(deps: Pick<FollowerDeps<unknown>, 'acquireLock' | 'onLead'>, log: Logger) {
   let lock: HeldLock | undefined;
   let lost = false;
+  /** The lead was taken and onLead has not completed since. */
+  let leading = true;
+  async function lead(): Promise<true> {
+    if (leading) {
+      await deps.onLead?.();
+      leading = false;
+    }
+    return true;
+  }
   return {
     /** True while this process may follow the network. */
     async hold(): Promise<boolean> {
-      if (!deps.acquireLock) return true;
-      if (lock && !lost) return true;
+      if (!deps.acquireLock) return lead();
+      if (lock && !lost) return lead();
       lock = await deps.acquireLock();
       if (!lock) return false;
       lost = false;
+      leading = true;
       const held = lock;
       void held.lost.then(() => {
         if (lock !== held) return;
@@ -168,7 +190,7 @@ function networkLock(deps: Pick<FollowerDeps<unknown>, 'acquireLock'>, log: Logg
         log.warn('lost the follower lock; standing by');
       });
       log.info('following (holds the network lock)');
-      return true;
+      return lead();
     },
     lost: () => lost,
     async release(): Promise<void> {

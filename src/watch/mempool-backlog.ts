@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { type Hex, type PublicClient, TransactionNotFoundError } from 'viem';
 import { enqueueNotifications, type NewNotification } from '../notify/outbox.js';
 import type { Db } from '../store/db.js';
+import type { Announcement, PendingLifecycle } from './pending-lifecycle.js';
 import type { PendingTransaction } from './pending-transfers.js';
 
 /** Transaction hashes remembered as handled, so a transaction still pending is not read again. */
@@ -35,10 +36,15 @@ export interface BacklogDeps {
   notificationsOf: (tx: PendingTransaction) => Promise<NewNotification[]>;
   /** False once the watcher stops: a drain reads no more. */
   isRunning: () => boolean;
+  /** Remembers what was announced, to withdraw it if its transaction can no longer be mined. */
+  lifecycle: Pick<PendingLifecycle, 'track' | 'ready'>;
 }
 
+/** What a pending EVM transaction needs that another could take: its sender's nonce. */
+export const nonceClaim = (from: string, nonce: number | bigint): string => `${from.toLowerCase()}:${nonce}`;
+
 export function createBacklog(deps: BacklogDeps) {
-  const { db, client, log, notificationsOf, isRunning } = deps;
+  const { db, client, log, notificationsOf, isRunning, lifecycle } = deps;
   const seen = boundedSet<Hex>(SEEN_LIMIT);
   /** Hash → the transaction when already known (pending block), null when it is still to be read. */
   const backlog = new Map<Hex, PendingTransaction | null>();
@@ -68,6 +74,7 @@ export function createBacklog(deps: BacklogDeps) {
   async function drain(): Promise<void> {
     const work = [...backlog];
     const items: NewNotification[] = [];
+    const announced: Announcement[] = [];
     const handled: Hex[] = [];
     let failure: unknown;
     let next = 0;
@@ -76,7 +83,12 @@ export function createBacklog(deps: BacklogDeps) {
         const [hash, known] = work[next++]!;
         try {
           const tx = known ?? (await readPending(hash));
-          if (tx) items.push(...(await notificationsOf(tx)));
+          const notified = tx ? await notificationsOf(tx) : [];
+          if (tx && notified.length > 0) {
+            items.push(...notified);
+            const claims = [nonceClaim(tx.from, tx.nonce)];
+            announced.push({ txId: tx.hash, claims, notificationIds: notified.map((n) => n.id) });
+          }
           handled.push(hash);
         } catch (err) {
           failure ??= err;
@@ -85,7 +97,17 @@ export function createBacklog(deps: BacklogDeps) {
     };
     await Promise.all(Array.from({ length: Math.min(FETCH_CONCURRENCY, work.length) }, worker));
     if (items.length > 0) {
-      await db.transaction((tx) => enqueueNotifications(tx, items));
+      await lifecycle.ready();
+      const tracked = await db.transaction(async (tx) => {
+        // Only those inserted now: one seen before (another poll, a restart) is tracked already.
+        const inserted = new Set(await enqueueNotifications(tx, items));
+        const fresh = announced.map((a) => ({
+          ...a,
+          notificationIds: a.notificationIds.filter((id) => inserted.has(id)),
+        }));
+        return lifecycle.track(tx, fresh);
+      });
+      tracked();
       log.debug({ notifications: items.length }, 'pending transactions notified');
     }
     for (const hash of handled) {

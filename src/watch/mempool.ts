@@ -18,14 +18,17 @@
  *
  * Only top-level value is visible before execution: native value (a contract creation's to the
  * address the contract will have), and ERC-20 `transfer` / `transferFrom` calldata sent straight
- * to the token. Whether the transaction will succeed is not
- * known yet; a pending transaction that is dropped or replaced stays notified once (its
- * replacement, another hash, is notified as well) and is never withdrawn.
+ * to the token. Whether the transaction will succeed is not known yet.
+ *
+ * A pending transaction that can no longer be mined is withdrawn (`dropped: true`): the follower
+ * does it when a block uses its nonce for another transaction (`replacedBy`), the drop check
+ * (mempool-drops.ts) when it has been gone from the pool for `LEDGERHOOK_MEMPOOL_DROP_AFTER`.
  *
  * Composed of its parts: what a pending transaction moves (pending-transfers.ts), where pending
  * transactions come from (mempool-source.ts), what they notify (mempool-match.ts) and the backlog
- * of those waiting to be read and matched (mempool-backlog.ts); here are the status, the loop and
- * the lifecycle.
+ * of those waiting to be read and matched (mempool-backlog.ts), the announcements that may be
+ * withdrawn (pending-lifecycle.ts, mempool-drops.ts); here are the status, the loop and the
+ * lifecycle.
  */
 import type { Logger } from 'pino';
 import type { Hex, PublicClient } from 'viem';
@@ -35,16 +38,21 @@ import { createSleeper } from '../shared/sleeper.js';
 import type { Db } from '../store/db.js';
 import type { AddressIndex } from './address-index.js';
 import { createBacklog } from './mempool-backlog.js';
+import { createDropCheck } from './mempool-drops.js';
 import { createPendingMatcher } from './mempool-match.js';
 import { createPendingSource } from './mempool-source.js';
+import type { PendingLifecycle } from './pending-lifecycle.js';
 import { describeWatchError, runPolling } from './polling.js';
 
 export { type PendingTransaction, type PendingTransfer, pendingTransfers } from './pending-transfers.js';
 
 export interface MempoolStatus {
   network: string;
-  /** Where pending transactions come from; null until the first poll. */
-  source: 'filter' | 'pending-block' | null;
+  /**
+   * Where pending transactions come from; null until the first poll. EVM: the node's pending
+   * transaction filter or its pending block; Bitcoin: Esplora's or Bitcoin Core's pool list.
+   */
+  source: 'filter' | 'pending-block' | 'esplora' | 'bitcoind' | null;
   /** False while no subscription of the network wants mempool notifications (nothing is polled). */
   active: boolean;
   healthy: boolean;
@@ -65,13 +73,36 @@ export interface EvmMempoolWatcherDeps {
   isFollowing?: () => boolean;
   /** Longest wait between retries while the node is unreachable. */
   maxBackoffMs?: number;
+  /** The network's pending announcements, shared with its follower. */
+  lifecycle: PendingLifecycle;
+  /** How long a pending transaction may be gone from the pool before it is withdrawn. */
+  dropAfterMs: number;
 }
 
-/** Polls one EVM network's mempool while at least one of its subscriptions asks for mempool notifications. */
-export function createEvmMempoolWatcher(deps: EvmMempoolWatcherDeps) {
-  const { db, network, client, index } = deps;
-  const log = deps.logger.child({ component: 'mempool', network: network.name });
-  const maxBackoffMs = deps.maxBackoffMs ?? 30_000;
+/** What the watcher (watcher.ts) sees of a network's mempool watcher, whatever its family. */
+export interface MempoolWatcher {
+  network: string;
+  status(): MempoolStatus;
+  start(): void;
+  stop(): Promise<void>;
+}
+
+export interface MempoolLoopOptions {
+  network: Network;
+  log: Logger;
+  pollIntervalMs: number;
+  maxBackoffMs?: number;
+  /** One round: reads the pool and writes what it notifies; sets `active` and `source`. */
+  poll: (status: MempoolStatus) => Promise<void>;
+  /** False once the watcher stops. */
+  running?: { value: boolean };
+  /** After the loop ends (the EVM filter is uninstalled). */
+  onStop?: () => Promise<void>;
+}
+
+/** What a mempool watcher of any family shares: its status, its polling loop, start and stop. */
+export function mempoolLoop(options: MempoolLoopOptions): MempoolWatcher {
+  const { network, log } = options;
   const status: MempoolStatus = {
     network: network.name,
     source: null,
@@ -80,63 +111,76 @@ export function createEvmMempoolWatcher(deps: EvmMempoolWatcherDeps) {
     lastError: null,
     errors: 0,
   };
-  let running = false;
-  let loopDone: Promise<void> | undefined;
-
+  const running = options.running ?? { value: false };
   const sleeper = createSleeper();
-  const { wake } = sleeper;
+  let loopDone: Promise<void> | undefined;
+  return {
+    network: network.name,
+    status: (): MempoolStatus => ({ ...status }),
+    start(): void {
+      if (running.value) return;
+      running.value = true;
+      loopDone = runPolling({
+        intervalMs: options.pollIntervalMs,
+        maxBackoffMs: options.maxBackoffMs ?? 30_000,
+        sleeper,
+        isRunning: () => running.value,
+        status,
+        round: async () => {
+          await options.poll(status);
+          return undefined;
+        },
+        describe: (err) => describeWatchError(network, err),
+        onError: (reason, retryInMs, err) =>
+          log.warn({ reason, err, retryInMs }, 'mempool unavailable; retrying'),
+      });
+    },
+    async stop(): Promise<void> {
+      running.value = false;
+      sleeper.wake();
+      await loopDone;
+      await options.onStop?.();
+    },
+  };
+}
 
+/** Polls one EVM network's mempool while at least one of its subscriptions asks for mempool notifications. */
+export function createEvmMempoolWatcher(deps: EvmMempoolWatcherDeps): MempoolWatcher {
+  const { db, network, client, index, lifecycle } = deps;
+  const log = deps.logger.child({ component: 'mempool', network: network.name });
+  const running = { value: false };
   const notificationsOf = createPendingMatcher(deps);
-  const backlog = createBacklog({ db, client, log, notificationsOf, isRunning: () => running });
+  const isRunning = () => running.value;
+  const backlog = createBacklog({ db, client, log, notificationsOf, isRunning, lifecycle });
+  const checkDrops = createDropCheck({ client, lifecycle, dropAfterMs: deps.dropAfterMs, log });
   const pending = createPendingSource(client, log, backlog.enqueue);
   const { pollFilter, pollPendingBlock, forgetFilter } = pending;
-  const { drain } = backlog;
 
-  async function poll(): Promise<void> {
+  async function poll(status: MempoolStatus): Promise<void> {
     status.active = index.watchesMempool(network.name) && (deps.isFollowing?.() ?? true);
     if (!status.active) {
       backlog.clear();
       await forgetFilter();
+      // Announcements made while someone wanted the mempool may still need withdrawing.
+      if (deps.isFollowing?.() ?? true) await checkDrops();
       return;
     }
     if (pending.source === 'filter') await pollFilter();
     else await pollPendingBlock();
     status.source = pending.source;
-    await drain();
+    await backlog.drain();
+    await checkDrops();
   }
 
-  function loop(): Promise<void> {
-    return runPolling({
-      intervalMs: deps.pollIntervalMs,
-      maxBackoffMs,
-      sleeper,
-      isRunning: () => running,
-      status,
-      round: async () => {
-        await poll();
-        return undefined;
-      },
-      describe: (err) => describeWatchError(network, err),
-      onError: (reason, retryInMs, err) =>
-        log.warn({ reason, err, retryInMs }, 'mempool unavailable; retrying'),
-    });
-  }
-
-  return {
-    network: network.name,
-    status: (): MempoolStatus => ({ ...status }),
-    start(): void {
-      if (running) return;
-      running = true;
-      loopDone = loop();
-    },
-    async stop(): Promise<void> {
-      running = false;
-      wake();
-      await loopDone;
-      await forgetFilter();
-    },
-  };
+  return mempoolLoop({
+    network,
+    log,
+    pollIntervalMs: deps.pollIntervalMs,
+    maxBackoffMs: deps.maxBackoffMs,
+    poll,
+    running,
+    onStop: forgetFilter,
+  });
 }
 
-export type EvmMempoolWatcher = ReturnType<typeof createEvmMempoolWatcher>;
+export type EvmMempoolWatcher = MempoolWatcher;

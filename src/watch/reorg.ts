@@ -4,7 +4,7 @@ import { enqueueNotifications, type NewNotification, newNotificationId } from '.
 import { notifications } from '../notify/schema.js';
 import type { Db } from '../store/db.js';
 
-type Announced = typeof notifications.$inferSelect;
+export type Announced = typeof notifications.$inferSelect;
 
 /**
  * A chain notification's dedupe key is its block's hash and the transfer's key (see
@@ -76,24 +76,33 @@ export async function applyDiff(tx: Db, network: string, diff: ReorgDiff): Promi
   for (const { row, blockHash, dedupeKey } of diff.kept) {
     await tx.update(notifications).set({ blockHash, dedupeKey }).where(eq(notifications.id, row.id));
   }
+  const { sent } = await cancelUnsent(tx, diff.gone, 'its block left the canonical chain before it was sent');
+  await enqueueNotifications(tx, [...sent.map((n) => withdrawal(network, n)), ...diff.fresh]);
+}
+
+/**
+ * Of notifications to take back, cancels those no receiver can have seen yet (held, or waiting for
+ * their first attempt, not in the event feed) with `reason`, and returns the others, which need a
+ * withdrawal notification.
+ */
+export async function cancelUnsent(
+  tx: Db,
+  rows: Announced[],
+  reason: string,
+): Promise<{ sent: Announced[] }> {
   // Once in the event feed, a notification may have been read there: it counts as sent.
   const read = await alreadyInFeed(
     tx,
-    diff.gone.map((n) => n.id),
+    rows.map((n) => n.id),
   );
-  const unsent = diff.gone.filter(
+  const unsent = rows.filter(
     (n) =>
       !read.has(n.id) && (n.state === 'held' || (n.state === 'pending' && n.attempts === 0 && !n.lockedBy)),
   );
-  const sent = diff.gone.filter((n) => !unsent.includes(n));
   if (unsent.length > 0) {
     await tx
       .update(notifications)
-      .set({
-        state: 'cancelled',
-        nextAttemptAt: null,
-        lastError: 'its block left the canonical chain before it was sent',
-      })
+      .set({ state: 'cancelled', nextAttemptAt: null, lastError: reason })
       .where(
         inArray(
           notifications.id,
@@ -101,7 +110,7 @@ export async function applyDiff(tx: Db, network: string, diff: ReorgDiff): Promi
         ),
       );
   }
-  await enqueueNotifications(tx, [...sent.map((n) => withdrawal(network, n)), ...diff.fresh]);
+  return { sent: rows.filter((n) => !unsent.includes(n)) };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { bigint, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
+import { bigint, index, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 
 /**
  * How far each network has been processed. Written in the same transaction as the notifications
@@ -21,4 +21,30 @@ export const chainHeaders = pgTable(
     parentHash: text('parent_hash').notNull(),
   },
   (t) => [primaryKey({ columns: [t.network, t.height] })],
+);
+
+/**
+ * Pending announcements that may still be withdrawn (DESIGN §8, pending lifecycle): one row per
+ * `address.transaction.pending` notification sent for a transaction not yet seen in a block. A
+ * row goes when its transaction is mined, or when the announcement is withdrawn (`dropped: true`)
+ * because another transaction took what it needed. Kept in the database so a process killed
+ * between the announcement and the withdrawal still sends the withdrawal, once.
+ */
+export const pendingAnnouncements = pgTable(
+  'pending_announcements',
+  {
+    /** The pending notification this row may withdraw. */
+    notificationId: uuid('notification_id').primaryKey(),
+    network: text('network').notNull(),
+    txId: text('tx_id').notNull(),
+    /**
+     * What the transaction needs and another could take: on EVM its sender and nonce
+     * (`0xsender:nonce`, lower case), on Bitcoin the outputs its inputs spend (`txid:vout`).
+     */
+    claims: text('claims').array().notNull(),
+    announcedAt: timestamp('announced_at', { withTimezone: true, precision: 3, mode: 'date' }).notNull(),
+    /** EVM: since when the node's pool has not held the transaction; null while it does. */
+    missingSince: timestamp('missing_since', { withTimezone: true, precision: 3, mode: 'date' }),
+  },
+  (t) => [index('pending_announcements_network_idx').on(t.network, t.txId)],
 );

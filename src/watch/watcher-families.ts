@@ -5,21 +5,26 @@
 import type { Logger } from 'pino';
 import { createPublicClient, fallback, http, type PublicClient } from 'viem';
 import { createAlgorandSource, createAssetInfoCache } from '../chains/algorand/source.js';
+import { createBitcoinMempoolReader } from '../chains/bitcoin/mempool.js';
 import { bitcoinParams } from '../chains/bitcoin/params.js';
 import { createBitcoinSource } from '../chains/bitcoin/source.js';
 import { createTokenInfoCache } from '../chains/evm/activity.js';
 import { evmSource } from '../chains/evm/source.js';
 import { createTraceReader, type TraceReader, type TracesStatus } from '../chains/evm/trace-reader.js';
+import type { EvmBlockActivity } from '../chains/evm/types.js';
 import type { Network } from '../chains/networks.js';
 import { createSolanaSource } from '../chains/solana/source.js';
 import type { BlockSource } from '../chains/source.js';
 import type { Db } from '../store/db.js';
 import type { AddressIndex } from './address-index.js';
 import { algorandMatcher } from './algorand-notifications.js';
-import { bitcoinMatcher } from './bitcoin-notifications.js';
+import { createBitcoinMempoolWatcher } from './bitcoin-mempool.js';
+import { bitcoinClaims, bitcoinMatcher } from './bitcoin-notifications.js';
 import { evmMatcher } from './evm-notifications.js';
-import type { BlockMatcher, Follower } from './follower.js';
-import { createEvmMempoolWatcher, type EvmMempoolWatcher } from './mempool.js';
+import type { BlockMatcher, Follower, FollowerDeps } from './follower.js';
+import { createEvmMempoolWatcher, type MempoolWatcher } from './mempool.js';
+import { nonceClaim } from './mempool-backlog.js';
+import { type Claimed, createPendingLifecycle } from './pending-lifecycle.js';
 import { solanaMatcher } from './solana-notifications.js';
 
 /** What following a network takes, from the watcher. */
@@ -33,9 +38,12 @@ export interface FamilyDeps {
     network: Network,
     source: BlockSource<Activity>,
     match: BlockMatcher<Activity>,
+    extra?: Pick<FollowerDeps<Activity>, 'settle' | 'onLead'>,
   ) => Follower;
-  /** The mempool watchers beside EVM followers, by network. */
-  mempools: Map<string, EvmMempoolWatcher>;
+  /** The mempool watchers beside EVM and Bitcoin followers, by network. */
+  mempools: Map<string, MempoolWatcher>;
+  /** How long a pending EVM transaction may be gone from the pool before it is withdrawn. */
+  mempoolDropAfterMs: number;
   /** Counts a log that matched a followed event's topic0 but does not fit its ABI. */
   onMismatch: (network: string) => void;
 }
@@ -49,14 +57,35 @@ export function evmClient(rpcUrls: string[]): PublicClient {
   });
 }
 
-/** A Bitcoin network, through Esplora (the default) or Bitcoin Core. */
+/**
+ * A Bitcoin network, through Esplora (the default) or Bitcoin Core, and its mempool watcher
+ * beside the follower (it polls only while a subscription wants pending notifications).
+ */
 export function followBitcoin(deps: FamilyDeps, network: Network): void {
-  const source = createBitcoinSource({
+  const options = {
     url: network.rpcUrls[0]!,
     network: bitcoinParams(network.bitcoinChain),
     api: network.api,
+  };
+  const lifecycle = createPendingLifecycle({ db: deps.db, network: network.name, logger: deps.logger });
+  const follower = deps.startFollower(
+    network,
+    createBitcoinSource(options),
+    bitcoinMatcher({ network, index: deps.index }),
+    { settle: lifecycle.blockSettler(bitcoinClaims), onLead: lifecycle.reload },
+  );
+  const mempool = createBitcoinMempoolWatcher({
+    db: deps.db,
+    network,
+    reader: createBitcoinMempoolReader(options),
+    index: deps.index,
+    lifecycle,
+    logger: deps.logger,
+    pollIntervalMs: deps.pollIntervalMs,
+    isFollowing: () => !follower.status().standby,
   });
-  deps.startFollower(network, source, bitcoinMatcher({ network, index: deps.index }));
+  deps.mempools.set(network.name, mempool);
+  mempool.start();
 }
 
 /**
@@ -105,6 +134,13 @@ function traceReaderOf(deps: FamilyDeps, network: Network, client: PublicClient)
   return reader;
 }
 
+/** What a block's EVM transactions took: each sender's nonce. */
+function evmClaims(activity: EvmBlockActivity): Claimed[] {
+  return activity.payments
+    .filter((p) => p.nonce !== null)
+    .map((p) => ({ txId: p.txHash, claims: [nonceClaim(p.from, p.nonce!)] }));
+}
+
 /** An EVM network: its follower, its mempool watcher, and newHeads when there is a WebSocket. */
 export function followEvm(deps: FamilyDeps, network: Network): void {
   const client = evmClient(network.rpcUrls);
@@ -113,10 +149,12 @@ export function followEvm(deps: FamilyDeps, network: Network): void {
     network.wsUrls.length > 0
       ? { wsUrl: network.wsUrls[0]!, logger: deps.logger.child({ network: network.name }) }
       : undefined;
+  const lifecycle = createPendingLifecycle({ db: deps.db, network: network.name, logger: deps.logger });
   const follower = deps.startFollower(
     network,
     evmSource(client, undefined, heads, traceReaderOf(deps, network, client)),
     evmMatcher({ network, index: deps.index, tokens, onMismatch: deps.onMismatch }),
+    { settle: lifecycle.blockSettler(evmClaims), onLead: lifecycle.reload },
   );
   const mempool = createEvmMempoolWatcher({
     db: deps.db,
@@ -127,6 +165,8 @@ export function followEvm(deps: FamilyDeps, network: Network): void {
     logger: deps.logger,
     pollIntervalMs: deps.pollIntervalMs,
     isFollowing: () => !follower.status().standby,
+    lifecycle,
+    dropAfterMs: deps.mempoolDropAfterMs,
   });
   deps.mempools.set(network.name, mempool);
   mempool.start();

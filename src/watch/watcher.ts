@@ -4,8 +4,14 @@ import type { BlockSource } from '../chains/source.js';
 import type { Db, Store } from '../store/db.js';
 import { SUBSCRIPTIONS_CHANNEL, type SubscriptionChange } from '../subscriptions/events.js';
 import type { AddressIndex } from './address-index.js';
-import { type BlockMatcher, createFollower, type Follower, type FollowerStatus } from './follower.js';
-import type { EvmMempoolWatcher, MempoolStatus } from './mempool.js';
+import {
+  type BlockMatcher,
+  createFollower,
+  type Follower,
+  type FollowerDeps,
+  type FollowerStatus,
+} from './follower.js';
+import type { MempoolStatus, MempoolWatcher } from './mempool.js';
 import type { RiskEnricher } from './risk/enricher.js';
 import { withRiskScores } from './risk/with-risk.js';
 import { createChangeQueue } from './watcher-changes.js';
@@ -35,6 +41,8 @@ export interface WatcherDeps {
   risk?: RiskEnricher;
   /** This app instance's mark on its NOTIFY payloads: those were applied through onSubscriptionChange. */
   origin?: string;
+  /** LEDGERHOOK_MEMPOOL_DROP_AFTER: a pending EVM transaction gone from the pool this long is withdrawn. */
+  mempoolDropAfterMs?: number;
 }
 
 /**
@@ -49,7 +57,7 @@ export interface WatcherDeps {
 export function createWatcher(deps: WatcherDeps) {
   const followers = new Map<string, Follower>();
   /** Beside each follower; it polls only while a subscription of its network wants the mempool. */
-  const mempools = new Map<string, EvmMempoolWatcher>();
+  const mempools = new Map<string, MempoolWatcher>();
   let running = false;
   let unlisten: (() => Promise<void>) | undefined;
   const { apply, inOrder, onNotice, afterChanges } = createChangeQueue(deps, follow);
@@ -63,6 +71,7 @@ export function createWatcher(deps: WatcherDeps) {
     pollIntervalMs: deps.pollIntervalMs,
     startFollower,
     mempools,
+    mempoolDropAfterMs: deps.mempoolDropAfterMs ?? 3_600_000,
   };
 
   /** Starts the network's follower (and the family's companions) when its first subscription comes. */
@@ -92,6 +101,7 @@ export function createWatcher(deps: WatcherDeps) {
     network: Network,
     source: BlockSource<Activity>,
     match: BlockMatcher<Activity>,
+    extra?: Pick<FollowerDeps<Activity>, 'settle' | 'onLead'>,
   ): Follower {
     const follower = createFollower({
       db: deps.db,
@@ -102,6 +112,7 @@ export function createWatcher(deps: WatcherDeps) {
       logger: deps.logger,
       pollIntervalMs: deps.pollIntervalMs,
       acquireLock: deps.tryLock ? () => deps.tryLock!(`follower:${network.name}`) : undefined,
+      ...extra,
     });
     followers.set(network.name, follower);
     follower.start();

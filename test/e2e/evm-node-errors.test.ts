@@ -9,6 +9,7 @@ import { createTokenInfoCache } from '../../src/chains/evm/activity.js';
 import type { Network } from '../../src/chains/networks.js';
 import { createAddressIndex } from '../../src/watch/address-index.js';
 import { createEvmMempoolWatcher } from '../../src/watch/mempool.js';
+import { createPendingLifecycle } from '../../src/watch/pending-lifecycle.js';
 import { evmClient } from '../../src/watch/watcher.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { closedPort } from '../helpers/loopback-server.js';
@@ -133,6 +134,12 @@ describe('the last error of a watcher whose node fails', () => {
         tokens: createTokenInfoCache(client),
         logger: pino({ level: 'silent' }),
         pollIntervalMs: 50,
+        lifecycle: createPendingLifecycle({
+          db: t.app.store.db,
+          network: name,
+          logger: pino({ level: 'silent' }),
+        }),
+        dropAfterMs: 3_600_000,
       });
       watcher.start();
       try {

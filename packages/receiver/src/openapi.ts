@@ -7,7 +7,17 @@ export type paths = Record<string, never>;
 export type webhooks = Record<string, never>;
 export type components = {
     schemas: {
-        /** @description A transfer touching a watched address (events `address.transaction`, and `address.transaction.pending` with `mempool: true`) */
+        /** @description Event `address.transaction.dropped`: the body of a pending announcement already sent (`mempool: true`, no `blockNumber`), with a new `id`, `dropped: true` and, when known, `replacedBy`, because its transaction was replaced or dropped. Should it be mined after all, an `address.transaction` follows as usual; a mined transaction is never withdrawn this way (see `address.transaction.reorg`) */
+        AddressTransactionDroppedEvent: components["schemas"]["AddressTransactionEvent"] & {
+            /**
+             * @description This withdraws an earlier pending announcement (`mempool: true`) whose transaction can no longer be mined
+             * @enum {boolean}
+             */
+            dropped: true;
+            /** @description The transaction that took its place, when known: on EVM chains the one mined with the same sender and nonce; on Bitcoin the one spending an input of it, in the mempool (replace-by-fee) or in a block (a double spend). Absent when an EVM transaction left the node’s pool and its nonce stayed unused past `LEDGERHOOK_MEMPOOL_DROP_AFTER` */
+            replacedBy?: string;
+        };
+        /** @description A transfer touching a watched address (events `address.transaction`, and `address.transaction.pending` with `mempool: true`). A pending one is followed either by the mined one (`address.transaction`, with its `blockNumber`; later an `address.transaction.reorg` if that block leaves the chain) or by its withdrawal (`address.transaction.dropped`) */
         AddressTransactionEvent: {
             /** @description On EVM chains the sender of the transfer; on other chains the watched address (see `watchedAddress`) */
             address: string;
@@ -31,7 +41,7 @@ export type components = {
             decimalsUnknown?: true;
             /** @description ERC-721 / ERC-1155 token id, a decimal string */
             tokenId?: string;
-            /** @description EVM only: true while pending (no `blockNumber`), false once in a block */
+            /** @description EVM and Bitcoin: true while pending (no `blockNumber`, `confirmations` 0), with event `address.transaction.pending`; false (EVM) or absent once in a block */
             mempool?: boolean;
             /** @description On EVM chains the recipient (absent on a `fee`); elsewhere the single counterparty, absent if several */
             counterAddress?: string;
@@ -56,7 +66,7 @@ export type components = {
             }[];
             /**
              * Format: uuid
-             * @description The notification id: equal to the `webhook-id` header, the same on every retry
+             * @description The notification id: equal to the `webhook-id` header, the same on every retry; a withdrawal (`reorg`, `dropped`) has an id of its own
              */
             id: string;
             /** Format: uuid */
@@ -213,8 +223,8 @@ export type components = {
              */
             test: true;
         };
-        /** @description Any webhook body. Registry events have a `type` of `registry.*`; address notifications have `type` `native` or `token`, with `reorg: true` on a withdrawal and `test: true` on a sample; contract events have `contractAddress`, `topics` and `data` */
-        WebhookEvent: components["schemas"]["AddressTransactionEvent"] | components["schemas"]["AddressTransactionReorgEvent"] | components["schemas"]["ContractLogEvent"] | components["schemas"]["TestEvent"] | components["schemas"]["RegistryCreatedEvent"] | components["schemas"]["RegistryAnchoredEvent"] | components["schemas"]["RegistryRevokedEvent"];
+        /** @description Any webhook body. Registry events have a `type` of `registry.*`; address notifications have `type` `native`, `token` or `fee`, with `mempool: true` while pending, `reorg: true` on the withdrawal of a mined one, `dropped: true` on the withdrawal of a pending one and `test: true` on a sample; contract events have `contractAddress`, `topics` and `data` */
+        WebhookEvent: components["schemas"]["AddressTransactionEvent"] | components["schemas"]["AddressTransactionReorgEvent"] | components["schemas"]["AddressTransactionDroppedEvent"] | components["schemas"]["ContractLogEvent"] | components["schemas"]["TestEvent"] | components["schemas"]["RegistryCreatedEvent"] | components["schemas"]["RegistryAnchoredEvent"] | components["schemas"]["RegistryRevokedEvent"];
     };
     responses: never;
     parameters: never;

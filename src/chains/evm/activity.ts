@@ -74,6 +74,8 @@ export interface RpcTransaction {
   value: Hex;
   /** Legacy and access-list transactions; an EIP-1559 one has it too on most nodes. */
   gasPrice?: Hex | null;
+  /** The sender's nonce (every node gives it); a pending announcement's claim. */
+  nonce?: Hex;
 }
 
 export interface RpcLog {
@@ -292,6 +294,7 @@ export function rpcPayments(
       from: lower(tx.from),
       receipt: receipt as RpcReceiptFees,
       gasPrice: tx.gasPrice ?? null,
+      nonce: tx.nonce === undefined ? null : Number(tx.nonce),
       // Before Byzantium a receipt has no status: not known to have failed.
       failed: receipt.status === '0x0',
     });

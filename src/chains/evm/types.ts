@@ -43,6 +43,8 @@ export interface EvmPayment {
   receipt: RpcReceiptFees;
   /** The transaction's gasPrice, for a legacy receipt without effectiveGasPrice. */
   gasPrice: Hex | null;
+  /** The sender's nonce: with `from`, what a replaced pending transaction lost (null if not given). */
+  nonce: number | null;
   /** The transaction reverted: it moved nothing, but its fee was paid. */
   failed: boolean;
 }
