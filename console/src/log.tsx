@@ -73,16 +73,26 @@ function summary(n: Notification): string {
   const tx = text('txId');
   if (tx) parts.push(`tx ${shortText(tx)}`);
   if (kind?.startsWith('registry.')) parts.push(kind);
-  if (body.mempool === true) parts.push('in mempool');
+  // A pending announcement taken back says what took its place; it is no longer in the mempool.
+  if (body.dropped === true) {
+    const replacedBy = text('replacedBy');
+    parts.push(replacedBy ? `replaced by ${shortText(replacedBy)}` : 'left the mempool');
+  } else if (body.mempool === true) parts.push('in mempool');
   else if (typeof body.blockNumber === 'number') parts.push(`block ${body.blockNumber}`);
   if (typeof body.logIndex === 'number') parts.push(`log ${body.logIndex}`);
   if (body.backfill === true) parts.push('backfill');
   return parts.join(' · ');
 }
 
-/** The summary cell: a withdrawal (its block left the chain) marked as such, then the line. */
+/**
+ * The summary cell: a withdrawal marked as such (its block left the chain, or its pending
+ * transaction was replaced or dropped), then the line.
+ */
 function Summary(props: { n: Notification }) {
-  const reorg = (props.n.payload as { reorg?: unknown } | null)?.reorg === true;
+  const body = (props.n.payload ?? {}) as { reorg?: unknown; dropped?: unknown; replacedBy?: unknown };
+  const reorg = body.reorg === true;
+  const dropped = body.dropped === true;
+  const replacedBy = typeof body.replacedBy === 'string' ? body.replacedBy : undefined;
   return (
     <td class="summary">
       {reorg && (
@@ -92,6 +102,16 @@ function Summary(props: { n: Notification }) {
             title="Its block left the chain: this takes back the earlier notification"
           >
             withdrawn (reorg)
+          </span>{' '}
+        </>
+      )}
+      {dropped && (
+        <>
+          <span
+            class="badge badge-dropped"
+            title={`Its transaction can no longer be mined as announced: this takes back the pending notification${replacedBy ? `. Replaced by ${replacedBy}` : ''}`}
+          >
+            withdrawn (dropped)
           </span>{' '}
         </>
       )}

@@ -242,11 +242,12 @@ function CreateSubscription(props: { networks: string[]; onCreated: () => void }
             value={mempool}
             onValue={setMempool}
             options={[
-              ['', 'Default (on for EVM networks)'],
+              ['', 'Default (on for EVM networks, off for Bitcoin)'],
               ['on', 'Notify pending transactions'],
               ['off', 'Included transactions only'],
             ]}
             errors={errorsAt(problem, '#/mempool')}
+            hint="EVM and Bitcoin networks; a pending transaction that cannot be mined any more is withdrawn (dropped)"
           />
         )}
         <SelectField

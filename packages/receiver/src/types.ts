@@ -13,6 +13,11 @@ export type AddressTransactionEvent = Schemas['AddressTransactionEvent'];
 /** Takes back an earlier notification whose block left the chain. */
 export type AddressTransactionReorgEvent = Schemas['AddressTransactionReorgEvent'];
 /**
+ * Takes back an earlier pending announcement (`mempool: true`) whose transaction can no longer be
+ * mined: the announced body with a new `id`, `dropped: true` and, when known, `replacedBy`.
+ */
+export type AddressTransactionDroppedEvent = Schemas['AddressTransactionDroppedEvent'];
+/**
  * A log matched by a contract event subscription (CONTRACT_LOG_EVENT): the contract, transaction,
  * block and log index, the raw `topics` and `data`, and, unless the subscription was made with a
  * bare topic0, the event's name, canonical `signature` and `args` decoded by name.
@@ -32,6 +37,7 @@ export type EventType =
   | 'address.transaction'
   | 'address.transaction.pending'
   | 'address.transaction.reorg'
+  | 'address.transaction.dropped'
   | 'contract.log'
   | 'contract.log.reorg'
   | 'test'
@@ -49,13 +55,30 @@ export function isContractLog(event: WebhookEvent): event is ContractLogEvent {
 /** A transfer touching a watched address (a withdrawal or a sample included): neither a contract event nor a registry's. */
 export function isAddressTransaction(
   event: WebhookEvent,
-): event is AddressTransactionEvent | AddressTransactionReorgEvent | TestEvent {
+): event is
+  | AddressTransactionEvent
+  | AddressTransactionReorgEvent
+  | AddressTransactionDroppedEvent
+  | TestEvent {
   return !isRegistryEvent(event) && !isContractLog(event);
 }
 
 /** A withdrawal of an earlier notification whose block left the chain, of a transfer or of a contract event. */
 export function isReorg(event: WebhookEvent): event is AddressTransactionReorgEvent | ContractLogReorgEvent {
   return (event as { reorg?: unknown }).reorg === true;
+}
+
+/**
+ * A withdrawal of an earlier pending announcement (`address.transaction.dropped`): its transaction
+ * was replaced (`replacedBy`, when known) or dropped, and will not be mined as announced.
+ */
+export function isDropped(event: WebhookEvent): event is AddressTransactionDroppedEvent {
+  return (event as { dropped?: unknown }).dropped === true;
+}
+
+/** A pending announcement (`address.transaction.pending`): in the mempool, not in a block yet, not a withdrawal. */
+export function isPending(event: WebhookEvent): event is AddressTransactionEvent {
+  return eventTypeOf(event) === 'address.transaction.pending';
 }
 
 export function isTest(event: WebhookEvent): event is TestEvent {
@@ -68,5 +91,6 @@ export function eventTypeOf(event: WebhookEvent): EventType {
   if (isTest(event)) return 'test';
   if (isContractLog(event)) return isReorg(event) ? 'contract.log.reorg' : 'contract.log';
   if (isReorg(event)) return 'address.transaction.reorg';
+  if (isDropped(event)) return 'address.transaction.dropped';
   return event.mempool === true ? 'address.transaction.pending' : 'address.transaction';
 }

@@ -252,6 +252,9 @@ describe('the event type told from the body', () => {
     const base = JSON.parse(BODY) as WebhookEvent;
     expect(eventTypeOf({ ...base, mempool: true } as WebhookEvent)).toBe('address.transaction.pending');
     expect(eventTypeOf({ ...base, reorg: true } as WebhookEvent)).toBe('address.transaction.reorg');
+    const { blockNumber: _blockNumber, ...announced } = JSON.parse(BODY) as Record<string, unknown>;
+    const withdrawn = { ...announced, mempool: true, confirmations: 0, dropped: true } as WebhookEvent;
+    expect(eventTypeOf(withdrawn)).toBe('address.transaction.dropped');
     expect(eventTypeOf({ ...base, test: true } as WebhookEvent)).toBe('test');
     expect(eventTypeOf({ type: 'registry.revoked' } as WebhookEvent)).toBe('registry.revoked');
     const log = JSON.parse(CONTRACT_LOG_BODY) as WebhookEvent;
