@@ -4,7 +4,9 @@
  * token, create a subscription through the form (the API's validation messages shown at the
  * fields), send a devnet transfer, watch its notification arrive in the log, resend it and see the
  * second attempt; the followers, a registry anchored on the devnet with its receipt; and another
- * account's token seeing none of it. Screenshots go to test-artifacts/console/ (gitignored).
+ * account's token seeing none of it; a pending transfer replaced by a faster one with its nonce
+ * and its withdrawal ("withdrawn (dropped)", replaced by …) read in the log. Screenshots go to
+ * test-artifacts/console/ (gitignored).
  *
  * One backend (PostgreSQL when the suite has it): the console reads the API, whose logs are
  * tested on both in src/subscriptions/delivery-log.test.ts; a second browser run would double the
@@ -16,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
-import { parseEther } from 'viem';
+import { type Hex, parseEther, parseGwei } from 'viem';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createAccounts } from '../../src/accounts/service.js';
 import { devAccounts } from '../../src/chains/evm/anvil.js';
@@ -450,6 +452,103 @@ describe(`the console in Chromium on ${backend}`, () => {
     await page.getByRole('status').filter({ hasText: 'no longer accepts that token' }).waitFor();
     await page.getByLabel('API token').waitFor();
     expect(await page.evaluate('sessionStorage.length')).toBe(0);
+    expect(pageErrors).toEqual([]);
+  });
+
+  test('a pending transfer sped up with its nonce: the log reads in mempool, withdrawn (dropped) replaced by the other, and the other mined', async () => {
+    // Dev account 4, used by nothing above, watched with pending notifications through the API.
+    const sender = d.addresses[4]!;
+    const to = d.addresses[2]!;
+    const sub = await d.subscribe(sender, { mempool: true });
+    d.subs.set(sender, sub);
+    /** A transfer from the sender with fixed nonce and fees, broadcast as is; its hash. */
+    const broadcast = async (nonce: number, fees: { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }) => {
+      const raw = await d.wallets[4]!.account!.signTransaction!({
+        chainId: d.anvil.chainId,
+        type: 'eip1559',
+        to,
+        value: parseEther('0.4'),
+        nonce,
+        gas: 21_000n,
+        ...fees,
+      });
+      return (await d.chain.request({ method: 'eth_sendRawTransaction', params: [raw] })) as Hex;
+    };
+    const short = (hash: string) => `${hash.slice(0, 8)}…${hash.slice(-6)}`;
+
+    await d.setAutomine(false);
+    let first: Hex;
+    let replacement: Hex;
+    try {
+      const nonce = await d.chain.getTransactionCount({ address: sender, blockTag: 'pending' });
+      first = await broadcast(nonce, { maxFeePerGas: parseGwei('20'), maxPriorityFeePerGas: parseGwei('1') });
+      const [pending] = await d.receivedAtLeast(first, 1);
+      expect(pending).toMatchObject({ mempool: true, txId: first, amount: '-0.4' });
+      // The same transfer again with the same nonce and more than 10% higher fees (a "speed up").
+      replacement = await broadcast(nonce, {
+        maxFeePerGas: parseGwei('40'),
+        maxPriorityFeePerGas: parseGwei('2'),
+      });
+      await d.receivedAtLeast(replacement, 1);
+      await d.mine();
+      const [, dropped] = await d.receivedAtLeast(first, 2);
+      expect(dropped).toMatchObject({ txId: first, dropped: true, replacedBy: replacement });
+      await waitFor(
+        () => d.received(replacement).find((b) => b.mempool === false),
+        'the replacement notified mined',
+        WAIT_MS,
+      );
+    } finally {
+      await d.setAutomine(true);
+    }
+    const logged = await d.logged(sub.id);
+    const idOf = (eventType: string, txId: Hex) =>
+      logged.find((n) => n.eventType === eventType && n.payload.txId === txId)!.id;
+    const minedBlock = (await d.chain.getTransactionReceipt({ hash: replacement })).blockNumber;
+
+    const page = await openConsole();
+    await signIn(page, d.t.token);
+    await page.goto(`${d.t.app.url}/console#/subscriptions/${sub.id}`);
+    await page.getByRole('heading', { name: `Subscription ${sub.id}` }).waitFor();
+    /** A row of the log once delivered: its event type, its summary (one line) and the summary's badges. */
+    const row = async (id: string) => {
+      const tr = page.locator(`tr[data-notification="${id}"]`);
+      await tr.locator('.badge', { hasText: 'delivered' }).waitFor();
+      return {
+        tr,
+        event: await tr.locator('td').nth(1).innerText(),
+        summary: (await tr.locator('td.summary').innerText()).replace(/\s+/g, ' ').trim(),
+        badges: await tr.locator('td.summary .badge').allInnerTexts(),
+      };
+    };
+
+    const announced = await row(idOf('address.transaction.pending', first));
+    expect(announced.event).toBe('address.transaction.pending');
+    expect(announced.summary).toBe(`-0.4 ETH · tx ${short(first)} · in mempool`);
+    expect(announced.badges).toEqual([]);
+
+    const withdrawn = await row(idOf('address.transaction.dropped', first));
+    expect(withdrawn.event).toBe('address.transaction.dropped');
+    expect(withdrawn.badges).toEqual(['withdrawn (dropped)']);
+    expect(withdrawn.summary).toBe(
+      `withdrawn (dropped) -0.4 ETH · tx ${short(first)} · replaced by ${short(replacement)}`,
+    );
+    // The badge's title names the replacement in full.
+    expect(await withdrawn.tr.locator('td.summary .badge').getAttribute('title')).toContain(
+      `Replaced by ${replacement}`,
+    );
+
+    const replacementPending = await row(idOf('address.transaction.pending', replacement));
+    expect(replacementPending.summary).toBe(`-0.4 ETH · tx ${short(replacement)} · in mempool`);
+    const mined = await row(idOf('address.transaction', replacement));
+    expect(mined.summary).toBe(`-0.4 ETH · tx ${short(replacement)} · block ${minedBlock}`);
+    expect(mined.badges).toEqual([]);
+    // The replaced transaction is never notified mined.
+    expect(logged.filter((n) => n.payload.txId === first).map((n) => n.eventType)).toEqual([
+      'address.transaction.pending',
+      'address.transaction.dropped',
+    ]);
+    await shoot(page, 'dropped-notification');
     expect(pageErrors).toEqual([]);
   });
 });
