@@ -18,6 +18,11 @@ import type { PendingLifecycle, TrackedTransaction } from './pending-lifecycle.j
 /** Announced transactions asked about per round (the rest in the next rounds, in turn). */
 const CHECKS_PER_ROUND = 256;
 const CHECK_CONCURRENCY = 8;
+/**
+ * Rounds are at most this often apart: a tenth of the drop timeout (so a withdrawal comes at most
+ * a tenth late), and never more than 30 s, instead of every mempool poll (2 s by default).
+ */
+const roundEvery = (dropAfterMs: number) => Math.min(dropAfterMs / 10, 30_000);
 
 type Whereabouts = 'mined' | 'pending' | 'missing';
 
@@ -32,6 +37,7 @@ export interface DropCheckDeps {
 export function createDropCheck(deps: DropCheckDeps) {
   const { client, lifecycle, dropAfterMs, log } = deps;
   let next = 0;
+  let lastRound = Number.NEGATIVE_INFINITY;
 
   async function whereabouts(hash: string): Promise<Whereabouts> {
     try {
@@ -53,6 +59,8 @@ export function createDropCheck(deps: DropCheckDeps) {
   }
 
   return async function checkDrops(now = new Date()): Promise<void> {
+    if (now.getTime() - lastRound < roundEvery(dropAfterMs)) return;
+    lastRound = now.getTime();
     const batch = share(await lifecycle.tracked());
     if (batch.length === 0) return;
     const found = new Map<TrackedTransaction, Whereabouts>();
