@@ -374,14 +374,18 @@ describe.each(backends)('block 702861 on %s', (backend) => {
       expect(status).toMatchObject({ healthy: false, height: null });
       expect(status.lastError).toContain(new URL(node.url).host);
       await node.start();
-      const requests = await receiver.waitForRequests(expected.size, 60_000);
+      const distinctIds = () => new Set(receiver.requests.map((r) => r.headers['webhook-id'])).size;
+      await waitFor(() => (distinctIds() >= expected.size ? true : undefined), 'every notification', 60_000);
+      const requests = receiver.requests;
       const got = new Map<string, Body>();
       for (const r of requests) {
         const body = JSON.parse(r.body) as Body;
         const sub = subscriptionOf.get(body.watchedAddress as string)!;
         new Webhook(sub.secret).verify(r.body, r.headers as Record<string, string>);
         const key = `${body.txId}:${body.watchedAddress}`;
-        expect(got.has(key), `${key} notified once`).toBe(false);
+        // One notification per transaction and address; a slow answer may bring it again (the
+        // same id: at least once), never another notification of the same thing.
+        if (got.has(key)) expect(got.get(key)!.id, `${key} notified once`).toBe(body.id);
         got.set(key, body);
       }
       expect([...got.keys()].sort()).toEqual([...expected.keys()].sort());
