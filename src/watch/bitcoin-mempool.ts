@@ -75,15 +75,15 @@ export function createBitcoinMempoolWatcher(deps: BitcoinMempoolWatcherDeps): Me
   const log = deps.logger.child({ component: 'mempool', network: network.name });
 
   /** One poll: withdraws what new pool transactions replaced, announces what they move. */
-  async function poll(status: MempoolStatus): Promise<void> {
+  async function poll(status: MempoolStatus): Promise<boolean> {
     status.active = index.watchesMempool(network.name) && (deps.isFollowing?.() ?? true);
     if (!status.active) {
       reader.reset();
-      return;
+      return false;
     }
-    const { entered } = await reader.poll();
+    const { entered, waiting } = await reader.poll();
     status.source = network.api === 'bitcoind' ? 'bitcoind' : 'esplora';
-    if (entered.length === 0) return;
+    if (entered.length === 0) return waiting > 0;
     const { items, announced } = pendingBitcoinNotifications(network, index, entered);
     const spends = entered.map((tx) => ({ txId: tx.txid, claims: tx.spends }));
     await lifecycle.ready(); // outside the transaction (see PendingLifecycle.ready)
@@ -100,6 +100,7 @@ export function createBitcoinMempoolWatcher(deps: BitcoinMempoolWatcherDeps): Me
     settled();
     tracked();
     if (items.length > 0) log.debug({ notifications: items.length }, 'pending transactions notified');
+    return waiting > 0;
   }
 
   return mempoolLoop({

@@ -92,8 +92,11 @@ export interface MempoolLoopOptions {
   log: Logger;
   pollIntervalMs: number;
   maxBackoffMs?: number;
-  /** One round: reads the pool and writes what it notifies; sets `active` and `source`. */
-  poll: (status: MempoolStatus) => Promise<void>;
+  /**
+   * One round: reads the pool and writes what it notifies; sets `active` and `source`. True when
+   * more is waiting to be read (a big pool at start): the next round comes at once.
+   */
+  poll: (status: MempoolStatus) => Promise<boolean>;
   /** False once the watcher stops. */
   running?: { value: boolean };
   /** After the loop ends (the EVM filter is uninstalled). */
@@ -127,8 +130,10 @@ export function mempoolLoop(options: MempoolLoopOptions): MempoolWatcher {
         isRunning: () => running.value,
         status,
         round: async () => {
-          await options.poll(status);
-          return undefined;
+          if ((await options.poll(status)) !== true) return undefined;
+          status.healthy = true;
+          status.lastError = null;
+          return 0;
         },
         describe: (err) => describeWatchError(network, err),
         onError: (reason, retryInMs, err) =>
@@ -156,20 +161,21 @@ export function createEvmMempoolWatcher(deps: EvmMempoolWatcherDeps): MempoolWat
   const pending = createPendingSource(client, log, backlog.enqueue);
   const { pollFilter, pollPendingBlock, forgetFilter } = pending;
 
-  async function poll(status: MempoolStatus): Promise<void> {
+  async function poll(status: MempoolStatus): Promise<boolean> {
     status.active = index.watchesMempool(network.name) && (deps.isFollowing?.() ?? true);
     if (!status.active) {
       backlog.clear();
       await forgetFilter();
       // Announcements made while someone wanted the mempool may still need withdrawing.
       if (deps.isFollowing?.() ?? true) await checkDrops();
-      return;
+      return false;
     }
     if (pending.source === 'filter') await pollFilter();
     else await pollPendingBlock();
     status.source = pending.source;
     await backlog.drain();
     await checkDrops();
+    return false;
   }
 
   return mempoolLoop({

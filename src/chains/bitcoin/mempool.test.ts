@@ -88,7 +88,15 @@ const apis = [
 ] as const;
 
 const reader = (api: string | undefined, options: Partial<BitcoinMempoolOptions> = {}) =>
-  createBitcoinMempoolReader({ url: node.url, network: mainnet, timeoutMs: 5000, api, ...options });
+  // Forgets at once what left the pool (by default only once there is enough of it to sweep).
+  createBitcoinMempoolReader({
+    url: node.url,
+    network: mainnet,
+    timeoutMs: 5000,
+    api,
+    sweepAfter: 0,
+    ...options,
+  });
 
 /** What the node was asked to read transactions with, since the log was last cleared. */
 function reads(): string[] {
@@ -117,7 +125,7 @@ describe.each(apis)('%s', (_name, api) => {
     expect(pool.tracked()).toBe(3);
 
     node.requests.length = 0;
-    expect(await pool.poll()).toEqual({ entered: [], size: 3 });
+    expect(await pool.poll()).toEqual({ entered: [], size: 3, waiting: 0 });
     expect(reads()).toEqual([]);
   });
 
@@ -131,7 +139,7 @@ describe.each(apis)('%s', (_name, api) => {
     node.setMempool([parent.toHex(), replacement.toHex()]);
     node.requests.length = 0;
     const changes = await pool.poll();
-    expect(changes).toEqual({ entered: [expected(replacement, known)], size: 2 });
+    expect(changes).toEqual({ entered: [expected(replacement, known)], size: 2, waiting: 0 });
     expect(changes.entered[0]!.spends).toEqual([`${parent.getId()}:0`]);
     expect(changes.entered[0]!.outputs[1]).toEqual({
       address: '1KhQjp9BsJEumZNFJxDeJXBvaRUzxrSXRa',
@@ -142,10 +150,10 @@ describe.each(apis)('%s', (_name, api) => {
     expect(pool.tracked()).toBe(2);
 
     node.setMempool([replacement.toHex()]);
-    expect(await pool.poll()).toEqual({ entered: [], size: 1 });
+    expect(await pool.poll()).toEqual({ entered: [], size: 1, waiting: 0 });
     expect(pool.tracked()).toBe(1);
     node.setMempool([]);
-    expect(await pool.poll()).toEqual({ entered: [], size: 0 });
+    expect(await pool.poll()).toEqual({ entered: [], size: 0, waiting: 0 });
     expect(pool.tracked()).toBe(0);
   });
 
@@ -171,14 +179,18 @@ describe.each(apis)('%s', (_name, api) => {
     node.setMempool(txs.map((t) => t.toBuffer()));
     const pool = reader(api, { maxNewPerPoll: 1000 });
     const sizes: number[] = [];
+    const waiting: number[] = [];
     const entered: BitcoinTransaction[] = [];
     for (let i = 0; i < 4; i++) {
       const changes = await pool.poll();
       expect(changes.size).toBe(2499);
       sizes.push(changes.entered.length);
+      waiting.push(changes.waiting);
       entered.push(...changes.entered);
     }
     expect(sizes).toEqual([1000, 1000, 499, 0]);
+    // What is left for the next polls, so the watcher polls again at once rather than an interval later.
+    expect(waiting).toEqual([1499, 499, 0, 0]);
     expect(entered).toEqual(txs.map((t) => expected(t, outputs)));
     expect(pool.tracked()).toBe(2499);
     expect(entered.some((t) => t.inputs.some((i) => i.address !== null))).toBe(true);
@@ -220,11 +232,11 @@ describe.each(apis)('%s', (_name, api) => {
       node.setMempool([]);
     });
     try {
-      expect(await pool.poll()).toEqual({ entered: [], size: 2 });
+      expect(await pool.poll()).toEqual({ entered: [], size: 2, waiting: 0 });
     } finally {
       node.afterRequest(undefined);
     }
-    expect(await pool.poll()).toEqual({ entered: [], size: 0 });
+    expect(await pool.poll()).toEqual({ entered: [], size: 0, waiting: 0 });
   });
 });
 
@@ -234,7 +246,7 @@ describe('bitcoind', () => {
     const pool = reader('bitcoind');
     await pool.poll();
     node.requests.length = 0;
-    expect(await pool.poll()).toEqual({ entered: [], size: 3 });
+    expect(await pool.poll()).toEqual({ entered: [], size: 3, waiting: 0 });
     expect(calls()).toEqual(['getrawmempool']);
   });
 
@@ -257,7 +269,7 @@ describe('bitcoind', () => {
       expect((await pool.poll()).entered).toEqual([expected(pending, known)]);
       node.setMempool([parent.toHex()]); // as many transactions, other ones
       node.requests.length = 0;
-      expect(await pool.poll()).toEqual({ entered: [], size: 1 });
+      expect(await pool.poll()).toEqual({ entered: [], size: 1, waiting: 0 });
       expect(calls()).toEqual(['getrawmempool']);
       frozen = false;
       expect((await pool.poll()).entered).toEqual([expected(parent, known)]);
@@ -295,7 +307,7 @@ describe('bitcoind', () => {
     node.setMempool([pending.toHex(), parent.toHex()]);
     expect((await pool.poll()).entered).toEqual([expected(parent, known)]);
     node.requests.length = 0;
-    expect(await pool.poll()).toEqual({ entered: [], size: 2 });
+    expect(await pool.poll()).toEqual({ entered: [], size: 2, waiting: 0 });
     // The refusal was remembered: one call, the old form.
     expect(calls()).toEqual(['getrawmempool']);
     expect(node.requests).toHaveLength(1);

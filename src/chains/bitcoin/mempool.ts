@@ -1,7 +1,7 @@
 /**
  * A Bitcoin node's pool, read by polling and fetching only what was not seen before (DESIGN §8,
- * pending lifecycle). Each poll lists the pool's txids, forgets the seen ones no longer listed (so
- * memory follows the pool's size), and reads the new ones whole: inputs with the outputs they
+ * pending lifecycle). Each poll lists the pool's txids, forgets the seen ones no longer listed once
+ * they are a tenth of the pool (so memory follows its size), and reads the new ones whole: inputs with the outputs they
  * spend, and their outpoints (`spends`), which is what a replacement or double spend is told by.
  *
  * Esplora (electrs, Blockstream, mempool.space): `GET /mempool/txids`, then `GET /tx/:txid` for each
@@ -57,6 +57,8 @@ export interface BitcoinPoolChanges {
   entered: BitcoinTransaction[];
   /** Transactions in the node's pool now (the txid list's length). */
   size: number;
+  /** Listed transactions left for the next polls by `maxNewPerPoll` (a big pool at start). */
+  waiting: number;
 }
 
 export interface BitcoinMempoolReader {
@@ -76,6 +78,11 @@ export type BitcoinMempoolOptions = BitcoinSourceOptions & {
   fetchConcurrency?: number;
   /** Core: spent outputs kept for the children of pool transactions (default 200,000; oldest out). */
   cachedOutputs?: number;
+  /**
+   * Seen txids gone from the pool that may wait before they are swept out (default 1,000, or a
+   * tenth of the pool if more): a sweep costs a pass over the whole list.
+   */
+  sweepAfter?: number;
 };
 
 const MAX_NEW_PER_POLL = 5_000;
@@ -84,21 +91,45 @@ const CACHED_OUTPUTS = 200_000;
 /** Calls per JSON-RPC batch, as createBitcoindRpc sends them; batches go out `fetchConcurrency` at a time. */
 const BATCH = 100;
 
-/** The txids seen (read, or mined before they could be), bounded by the pool: unlisted ones are forgotten. */
+const SWEEP_AFTER = 1_000;
+
+/**
+ * The txids seen (read, or mined before they could be), bounded by the pool. A poll costs one
+ * lookup per listed txid: a txid is checked for its form only when new, and those that left the
+ * pool are swept out once they are a tenth of it, not on every poll (bench/README.md, "Bitcoin
+ * mempool": rebuilding and diffing sets of 100,000 txids each poll was most of the reader's CPU).
+ */
 class Seen {
   private readonly txids = new Set<string>();
+
+  constructor(private readonly sweepAfter: number) {}
+
+  /** Listed txids not seen yet, as of the last update. */
+  unread = 0;
 
   get size(): number {
     return this.txids.size;
   }
 
-  /** Forgets the seen txids not listed; the listed ones not seen, in the list's order, at most `max`. */
-  update(listed: string[], present: Set<string>, max: number): string[] {
-    for (const txid of this.txids) if (!present.has(txid)) this.txids.delete(txid);
+  /**
+   * The listed txids not seen, in the list's order, at most `max`; undefined when one of those
+   * is not a txid. Forgets the seen ones that left the list once there are enough of them.
+   */
+  update(listed: string[], max: number): string[] | undefined {
     const fresh: string[] = [];
+    let known = 0;
     for (const txid of listed) {
-      if (fresh.length >= max) break;
-      if (!this.txids.has(txid)) fresh.push(txid);
+      if (this.txids.has(txid)) known++;
+      else if (fresh.length < max) {
+        if (!HASH.test(txid)) return undefined;
+        fresh.push(txid);
+      }
+    }
+    this.unread = listed.length - known;
+    const departed = this.txids.size - known;
+    if (departed > Math.max(this.sweepAfter, listed.length / 10)) {
+      const present = new Set(listed);
+      for (const txid of this.txids) if (!present.has(txid)) this.txids.delete(txid);
     }
     return fresh;
   }
@@ -109,12 +140,14 @@ class Seen {
 
   clear(): void {
     this.txids.clear();
+    this.unread = 0;
   }
 }
 
+/** A list of strings (each checked to be a txid when first read, by Seen.update). */
 function txidList(value: unknown): string[] | undefined {
   if (!Array.isArray(value)) return undefined;
-  return value.every((txid) => typeof txid === 'string' && HASH.test(txid)) ? (value as string[]) : undefined;
+  return value.every((txid) => typeof txid === 'string') ? (value as string[]) : undefined;
 }
 
 function positive(value: number | undefined, fallback: number): number {
@@ -128,7 +161,7 @@ function createEsploraMempoolReader(options: BitcoinMempoolOptions): BitcoinMemp
   const base = options.url.replace(/\/+$/, '');
   const maxNew = positive(options.maxNewPerPoll, MAX_NEW_PER_POLL);
   const concurrency = positive(options.fetchConcurrency, FETCH_CONCURRENCY);
-  const seen = new Seen();
+  const seen = new Seen(options.sweepAfter ?? SWEEP_AFTER);
   const get = (path: string) =>
     nodeRequest(`${base}${path}`, { timeoutMs: options.timeoutMs, plainJson: true });
 
@@ -153,8 +186,9 @@ function createEsploraMempoolReader(options: BitcoinMempoolOptions): BitcoinMemp
   async function poll(): Promise<BitcoinPoolChanges> {
     const res = await get('/mempool/txids');
     const listed = txidList(res.json);
-    if (res.status !== 200 || !listed) throw unexpected(base, `${res.status} to GET /mempool/txids`);
-    const fresh = seen.update(listed, new Set(listed), maxNew);
+    const fresh = listed && seen.update(listed, maxNew);
+    if (res.status !== 200 || !listed || !fresh)
+      throw unexpected(base, `${res.status} to GET /mempool/txids`);
     const answers = await mapBounded(fresh, concurrency, read);
     const entered: BitcoinTransaction[] = [];
     answers.forEach((tx, i) => {
@@ -163,7 +197,7 @@ function createEsploraMempoolReader(options: BitcoinMempoolOptions): BitcoinMemp
       // A transaction mined since the list is the block follower's.
       if (tx !== 'mined') entered.push(tx);
     });
-    return { entered, size: listed.length };
+    return { entered, size: listed.length, waiting: seen.unread - fresh.length };
   }
 
   return { poll, reset: () => seen.clear(), tracked: () => seen.size };
@@ -301,7 +335,7 @@ function createCoreReads(options: BitcoinMempoolOptions, cache: OutputCache) {
 
 function createBitcoindMempoolReader(options: BitcoinMempoolOptions): BitcoinMempoolReader {
   const maxNew = positive(options.maxNewPerPoll, MAX_NEW_PER_POLL);
-  const seen = new Seen();
+  const seen = new Seen(options.sweepAfter ?? SWEEP_AFTER);
   const cache = new OutputCache(positive(options.cachedOutputs, CACHED_OUTPUTS));
   const { rpc, fail, call, fetch, readOutputs } = createCoreReads(options, cache);
   /** The node refused getrawmempool's second argument (Core before 21). */
@@ -337,7 +371,7 @@ function createBitcoindMempoolReader(options: BitcoinMempoolOptions): BitcoinMem
   }
 
   /** The transactions whose every prevout is known now, in order; the others wait for a later poll. */
-  async function complete(txs: CoreTransaction[], listed: Set<string>): Promise<BitcoinTransaction[]> {
+  async function complete(txs: CoreTransaction[], listed: () => Set<string>): Promise<BitcoinTransaction[]> {
     // Their own outputs first: children read in the same poll spend them.
     for (const tx of txs) cache.addAll(tx.txid, tx.outputs);
     const missing = new Map<string, { txid: string; vout: bigint }>();
@@ -347,7 +381,7 @@ function createBitcoindMempoolReader(options: BitcoinMempoolOptions): BitcoinMem
         if (!spend.prevout && !cache.get(key)) missing.set(key, spend);
       }
     }
-    if (missing.size > 0) await readOutputs(missing, listed);
+    if (missing.size > 0) await readOutputs(missing, listed());
     const done: BitcoinTransaction[] = [];
     for (const tx of txs) {
       const inputs = tx.spends.map((spend) => spend.prevout ?? cache.get(outpoint(spend.txid, spend.vout)));
@@ -368,19 +402,25 @@ function createBitcoindMempoolReader(options: BitcoinMempoolOptions): BitcoinMem
     const size = txids.length;
     // Nothing added or removed since a poll that read all it listed: no diff, no reads.
     if (sequence !== undefined && last?.complete && last.sequence === sequence && last.size === size)
-      return { entered: [], size };
-    const listed = new Set(txids);
-    const fresh = seen.update(txids, listed, maxNew);
+      return { entered: [], size, waiting: 0 };
+    const fresh = seen.update(txids, maxNew);
+    if (!fresh) throw unexpected(rpc.endpoint, 'a txid that is not one to getrawmempool');
     const fetched = await fetch(fresh);
     const txs: CoreTransaction[] = [];
+    let handled = 0;
     fetched.forEach((tx, i) => {
-      if (tx === 'mined') seen.add(fresh[i]!);
-      else if (tx !== 'gone') txs.push(tx);
+      if (tx === 'mined') {
+        seen.add(fresh[i]!);
+        handled++;
+      } else if (tx !== 'gone') txs.push(tx);
     });
-    const entered = txs.length > 0 ? await complete(txs, listed) : [];
+    // Which parents are in the pool, asked only when prevouts are missing.
+    const entered = txs.length > 0 ? await complete(txs, () => new Set(txids)) : [];
     for (const tx of entered) seen.add(tx.txid);
-    last = sequence === undefined ? undefined : { sequence, size, complete: seen.size === listed.size };
-    return { entered, size };
+    handled += entered.length;
+    const readAll = handled === seen.unread;
+    last = sequence === undefined ? undefined : { sequence, size, complete: readAll };
+    return { entered, size, waiting: seen.unread - fresh.length };
   }
 
   return {
