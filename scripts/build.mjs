@@ -16,6 +16,7 @@ const external = [
   '@electric-sql/pglite',
   '@fastify/swagger-ui',
   'pino',
+  'pino-pretty',
   'pg-native',
   'bufferutil',
   'utf-8-validate',

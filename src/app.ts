@@ -4,6 +4,7 @@ import path from 'node:path';
 import { eq } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
 import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import pinoPretty from 'pino-pretty';
 import { startAdminServer } from './accounts/admin.js';
 import { TOKEN_REVOKED_CHANNEL } from './accounts/principal-cache.js';
 import { type Accounts, createAccounts, type IssuedToken } from './accounts/service.js';
@@ -255,7 +256,20 @@ export function createServiceLogger(config: Config, destination?: DestinationStr
     level: config.logLevel,
     ...(redact ? { hooks: { streamWrite: redact } } : {}),
   };
-  return destination ? pino(options, destination) : pino(options);
+  if (destination) return pino(options, destination);
+  // For a person at a terminal: a line of time, level, message and fields, from the same JSON
+  // (so redacted the same way), written synchronously as pino's own destination is.
+  const pretty = (config.logFormat ?? (process.stdout.isTTY ? 'pretty' : 'json')) === 'pretty';
+  if (!pretty) return pino(options);
+  return pino(
+    options,
+    pinoPretty({
+      sync: true,
+      colorize: process.stdout.isTTY === true,
+      translateTime: 'SYS:yyyy-mm-dd HH:MM:ss.l',
+      ignore: 'pid,hostname',
+    }),
+  );
 }
 
 /**

@@ -26,6 +26,8 @@ export interface Config {
   /** The embedded database on a worker thread of its own instead of the service's event loop. */
   pgliteWorker: boolean;
   logLevel: LogLevel;
+  /** LOG_FORMAT: `json` (one object a line), `pretty` (for people), or unset: pretty on a terminal. */
+  logFormat: 'json' | 'pretty' | undefined;
   /** 32-byte key wrapping per-record data keys; when absent it is generated into `dataDir`. */
   masterKey: Buffer | undefined;
   bodyLimit: number;
@@ -283,6 +285,10 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')} (got "${env.LOG_LEVEL}")`);
   }
+  const logFormat = env.LOG_FORMAT?.trim() || undefined;
+  if (logFormat !== undefined && logFormat !== 'json' && logFormat !== 'pretty') {
+    throw new ConfigError('LOG_FORMAT', `must be json or pretty (got "${env.LOG_FORMAT}")`);
+  }
   const masterKeyRaw = env.LEDGERHOOK_MASTER_KEY;
   const networks = loadNetworks(env);
   const config: Config = {
@@ -292,6 +298,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     databaseUrl: readDatabaseUrl(env),
     pgliteWorker: readOnOff(env, 'LEDGERHOOK_PGLITE_WORKER', true),
     logLevel,
+    logFormat,
     masterKey: masterKeyRaw && masterKeyRaw.trim() !== '' ? parseMasterKey(masterKeyRaw) : undefined,
     bodyLimit: readInt(env, 'LEDGERHOOK_BODY_LIMIT', 1024 * 1024, 1024, 64 * 1024 * 1024),
     roles: parseRoles(env.LEDGERHOOK_ROLES),

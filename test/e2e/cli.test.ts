@@ -3,11 +3,13 @@
  * the command line and the configuration), help for every command, and the first start's token
  * kept until the service really serves. Each case is a real process; cases run side by side.
  */
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
+import { BUILT_CLI } from '../helpers/build.js';
 import { backends, createTestEnvironment, type TestEnvironment } from '../helpers/env.js';
 import { databaseUrlFor } from '../helpers/postgres.js';
 import {
@@ -15,6 +17,7 @@ import {
   meaningfulLines,
   runCli,
   type ServiceProcess,
+  startCli,
   startServiceProcess,
   waitFor,
 } from '../helpers/process.js';
@@ -228,5 +231,78 @@ describe('tokens around a starting service', () => {
     );
     expect(listed.code, listed.stderr).toBe(0);
     expect(listed.stdout).toMatch(/\bdefault\b/);
+  });
+});
+
+/** An ANSI colour sequence (ESC [ … m). */
+const ANSI_COLOUR = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g');
+
+describe('the log, for people and for machines', () => {
+  /** The service's output under a pseudo-terminal (util-linux `script`), as a person starting it sees it. */
+  function startOnTerminal(env: Record<string, string>) {
+    const command = [process.execPath, BUILT_CLI, 'serve'].map((a) => `'${a}'`).join(' ');
+    const child = spawn('script', ['-qfec', command, '/dev/null'], {
+      env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', LOG_FORMAT: '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true, // its own process group: the service under `script` goes with it
+    });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+    });
+    const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+    return {
+      output: () => out,
+      async stop() {
+        try {
+          process.kill(-child.pid!, 'SIGTERM');
+        } catch {}
+        await exited;
+      },
+    };
+  }
+
+  test('LOG_FORMAT=pretty: time, level, message and fields on lines for people; a terminal gets that by default, in colour; a bad value is one line, exit 2', async () => {
+    const environment = await createTestEnvironment('pglite');
+    environments.push(environment);
+    const bad = await runCli(['serve'], {
+      LEDGERHOOK_DATA_DIR: path.join(scratch, 'never'),
+      LOG_FORMAT: 'yaml',
+    });
+    expectOneLine(bad, 2, /LOG_FORMAT must be json or pretty \(got "yaml"\)/);
+
+    const pretty = startCli(['serve'], { ...environment.env, LOG_FORMAT: 'pretty' });
+    try {
+      await pretty.waitForOutput(/ledgerhook is serving/, 'the service to serve');
+      const serving = meaningfulLines(pretty.stdout()).findIndex((l) => l.includes('ledgerhook is serving'));
+      const lines = meaningfulLines(pretty.stdout());
+      expect(lines[serving]).toMatch(
+        /^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] INFO: ledgerhook is serving$/,
+      );
+      expect(lines.slice(serving + 1).join('\n')).toMatch(/^ {4}url: "http:\/\/127\.0\.0\.1:\d+"/m);
+      // No JSON object per line, and no colours when the output is not a terminal.
+      expect(lines.filter((l) => l.startsWith('{'))).toEqual([]);
+      expect(pretty.stdout()).not.toContain('\u001b[');
+    } finally {
+      expect(await pretty.stop()).toBe(0);
+    }
+
+    // The same data directory, now started at a terminal with LOG_FORMAT unset.
+    const terminal = startOnTerminal(environment.env);
+    try {
+      await waitFor(
+        () => (terminal.output().includes('ledgerhook is serving') ? true : undefined),
+        'the service to serve on a terminal',
+      );
+      const line = terminal
+        .output()
+        .split('\n')
+        .find((l) => l.includes('ledgerhook is serving'))!;
+      // Coloured (ANSI escapes), and not JSON.
+      expect(line).toContain('\u001b[');
+      expect(line.replace(ANSI_COLOUR, '').trim()).toMatch(/^\[[^\]]+\] INFO: ledgerhook is serving$/);
+    } finally {
+      await terminal.stop();
+    }
   });
 });
