@@ -7,8 +7,6 @@
 // Usage: npm run bench:latency [-- --blocks 200 --poll-intervals 2000,250 --block-time 250]
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Hex } from 'viem';
@@ -37,7 +35,9 @@ import {
   serverToken,
   sleep,
   startServer,
+  startTimingReceiver,
   stopServer,
+  type TimingReceiver,
   toQuantity,
   waitUntilServing,
 } from './lib.js';
@@ -118,57 +118,6 @@ function readOptions(): Options {
 // ---------------------------------------------------------------------------------------------
 // The receiver: in this process, so that arrival and mining times come from one clock
 
-interface Receiver {
-  url: string;
-  /** Arrival time of the first block notification of each transaction. */
-  arrivals: Map<string, number>;
-  /** Block notifications of a transaction already received, and mempool ones (not measured). */
-  duplicates: number;
-  mempool: number;
-  close(): Promise<void>;
-}
-
-const ACK = Buffer.from('{"status":"success"}');
-
-async function startReceiver(): Promise<Receiver> {
-  const receiver: Receiver = {
-    url: '',
-    arrivals: new Map(),
-    duplicates: 0,
-    mempool: 0,
-    close: async () => {},
-  };
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const at = now();
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(ACK.length) });
-      res.end(ACK);
-      let body: { txId?: string; mempool?: boolean };
-      try {
-        body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as typeof body;
-      } catch {
-        return;
-      }
-      if (typeof body.txId !== 'string') return;
-      if (body.mempool === true) receiver.mempool++;
-      else if (receiver.arrivals.has(body.txId)) receiver.duplicates++;
-      else receiver.arrivals.set(body.txId, at);
-    });
-  });
-  server.keepAliveTimeout = 30_000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
-  receiver.close = () =>
-    new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
-  onCleanup(() => receiver.close());
-  return receiver;
-}
-
 // ---------------------------------------------------------------------------------------------
 // The chain: one transfer per block, from dev account 0 to the watched dev account 1
 
@@ -204,7 +153,7 @@ async function mineTransfer(chain: Chain): Promise<{ hash: Hex; minedAt: number 
  */
 async function mineAndWait(
   chain: Chain,
-  receiver: Receiver,
+  receiver: TimingReceiver,
   blocks: number,
   options: Options,
   server: Server | undefined,
@@ -254,7 +203,7 @@ interface RpcBlock {
  * follower reads) and POST a notification-sized body to the receiver: no polling, no database, no
  * queue. What any design pays at least, on this machine.
  */
-async function floor(chain: Chain, receiver: Receiver, options: Options, label: string): Promise<Row> {
+async function floor(chain: Chain, receiver: TimingReceiver, options: Options, label: string): Promise<Row> {
   const latencies: number[] = [];
   for (let i = 0; i < options.floorBlocks; i++) {
     await sleep(options.blockTimeMs * (0.5 + Math.random()) * 0.2);
@@ -304,7 +253,7 @@ async function api(base: string, token: string, method: string, route: string, b
 /** Ledgerhook as shipped, following the anvil chain with this poll interval; one run measured. */
 async function runLedgerhook(
   chain: Chain,
-  receiver: Receiver,
+  receiver: TimingReceiver,
   options: Options,
   configFile: string,
   pollMs: number,
@@ -449,7 +398,8 @@ async function main(): Promise<void> {
       },
     }),
   );
-  const receiver = await startReceiver();
+  // Block notifications are timed; mempool ones are not (the subscription asks for none).
+  const receiver = await startTimingReceiver((body) => body.mempool !== true);
 
   const before = await floor(chain, receiver, options, 'floor (before)');
   process.stdout.write(
@@ -482,7 +432,7 @@ async function main(): Promise<void> {
       formatRows([reference, ...rows]),
       `reference: ${options.floorBlocks} blocks before and ${options.floorBlocks} after the Ledgerhook runs, fetched ` +
         'and POSTed by this process as soon as evm_mine returned.',
-      `receiver: ${receiver.duplicates} duplicate block notifications, ${receiver.mempool} mempool ones (not measured; the subscription asks for none).`,
+      `receiver: ${receiver.duplicates} duplicate block notifications, ${receiver.others} mempool ones (not measured; the subscription asks for none).`,
       "The service is given the node's WebSocket endpoint: newHeads wakes the follower as each block arrives,",
       'so latency is fetching, matching, committing and the dispatcher sending. The poll interval',
       '(LEDGERHOOK_WATCH_POLL_INTERVAL) is only the floor for when the socket is down. "mean - poll/2" was the',

@@ -3,8 +3,9 @@
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import inspector from 'node:inspector';
-import net from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -561,4 +562,60 @@ export async function profiled<T>(dir: string | undefined, name: string, pass: (
     fs.mkdirSync(dir, { recursive: true });
     fs.writeFileSync(path.join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
   }
+}
+
+/** A receiver in the bench's own process, so that arrival times share the clock of what it times. */
+export interface TimingReceiver {
+  url: string;
+  /** Arrival (`now()`) of the first timed notification of each transaction. */
+  arrivals: Map<string, number>;
+  /** Timed notifications of a transaction already received. */
+  duplicates: number;
+  /** Notifications `timed` left out. */
+  others: number;
+  close(): Promise<void>;
+}
+
+const ACK = Buffer.from('{"status":"success"}');
+
+/** Acknowledges every webhook at once and stamps those `timed` picks, by `txId`. */
+export async function startTimingReceiver(
+  timed: (body: { txId: string; mempool?: boolean; dropped?: boolean }) => boolean,
+): Promise<TimingReceiver> {
+  const receiver: TimingReceiver = {
+    url: '',
+    arrivals: new Map(),
+    duplicates: 0,
+    others: 0,
+    close: async () => {},
+  };
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const at = now();
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(ACK.length) });
+      res.end(ACK);
+      let body: { txId?: unknown; mempool?: boolean; dropped?: boolean };
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as typeof body;
+      } catch {
+        return;
+      }
+      if (typeof body.txId !== 'string') return;
+      if (!timed(body as { txId: string })) receiver.others++;
+      else if (receiver.arrivals.has(body.txId)) receiver.duplicates++;
+      else receiver.arrivals.set(body.txId, at);
+    });
+  });
+  server.keepAliveTimeout = 30_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  receiver.close = () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  onCleanup(() => receiver.close());
+  return receiver;
 }

@@ -15,8 +15,6 @@
 // Usage: npm run bench:mempool [-- --database postgres://… --poll 200 --duration 60 --cpu-prof DIR]
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
 import { parseArgs } from 'node:util';
@@ -47,7 +45,9 @@ import {
   serverToken,
   sleep,
   startServer,
+  startTimingReceiver,
   stopServer,
+  type TimingReceiver,
   TOKEN,
   waitUntilServing,
 } from './lib.js';
@@ -217,51 +217,6 @@ async function startEsplora(options: Options): Promise<EsploraNode> {
 // ---------------------------------------------------------------------------------------------
 // The receiver: in this process, so that arrival and entry times come from one clock
 
-interface Receiver {
-  url: string;
-  /** Arrival of the first pending notification of each transaction. */
-  pending: Map<string, number>;
-  duplicates: number;
-  /** Notifications other than pending ones (mined, dropped): none expected, no block is ever found. */
-  others: number;
-  close(): Promise<void>;
-}
-
-const ACK = Buffer.from('{"status":"success"}');
-
-async function startReceiver(): Promise<Receiver> {
-  const receiver: Receiver = { url: '', pending: new Map(), duplicates: 0, others: 0, close: async () => {} };
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const at = now();
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(ACK.length) });
-      res.end(ACK);
-      let body: { txId?: string; mempool?: boolean; dropped?: boolean };
-      try {
-        body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as typeof body;
-      } catch {
-        return;
-      }
-      if (typeof body.txId !== 'string') return;
-      if (body.mempool !== true || body.dropped === true) receiver.others++;
-      else if (receiver.pending.has(body.txId)) receiver.duplicates++;
-      else receiver.pending.set(body.txId, at);
-    });
-  });
-  server.keepAliveTimeout = 30_000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
-  receiver.close = () =>
-    new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
-  onCleanup(() => receiver.close());
-  return receiver;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Clients of the node: the bare poller (reference) and Ledgerhook's reader alone
 
@@ -415,7 +370,7 @@ async function until(
 
 async function runService(
   node: EsploraNode,
-  receiver: Receiver,
+  receiver: TimingReceiver,
   addresses: string[],
   options: Options,
 ): Promise<ServiceRun> {
@@ -496,7 +451,7 @@ async function runService(
       let last = -1;
       let quietSince = now();
       await until('the startup notifications', server, 300_000, () => {
-        const count = [...startupWatched].filter((txid) => receiver.pending.has(txid)).length;
+        const count = [...startupWatched].filter((txid) => receiver.arrivals.has(txid)).length;
         if (count !== last) {
           last = count;
           quietSince = now();
@@ -504,7 +459,8 @@ async function runService(
         return count === startupWatched.size || now() - quietSince > 3_000;
       });
       let lastArrival = opened.at;
-      for (const txid of startupWatched) lastArrival = Math.max(lastArrival, receiver.pending.get(txid) ?? 0);
+      for (const txid of startupWatched)
+        lastArrival = Math.max(lastArrival, receiver.arrivals.get(txid) ?? 0);
       const startupNotifiedSeconds = (lastArrival - opened.at) / 1000;
       const rssAfter = rssMegabytes(server.proc.pid);
       process.stdout.write(
@@ -539,11 +495,11 @@ async function runService(
       const watched = list.filter(([, , w]) => w);
       const drainMs = 10_000 + 5 * options.pollMs;
       await until('the window notifications', server, drainMs + 1_000, () => {
-        return watched.every(([txid]) => receiver.pending.has(txid)) || now() - windowEnd > drainMs;
+        return watched.every(([txid]) => receiver.arrivals.has(txid)) || now() - windowEnd > drainMs;
       });
       const latencies: number[] = [];
       for (const [txid, at] of watched) {
-        const arrived = receiver.pending.get(txid);
+        const arrived = receiver.arrivals.get(txid);
         if (arrived !== undefined) latencies.push(arrived - at);
       }
       const delta = (a: number | undefined, b: number | undefined) =>
@@ -699,7 +655,8 @@ async function main(): Promise<void> {
     `pool ${fixed(node.generateSeconds, 1)} s (${fixed(node.meanBodyBytes, 0)} bytes of JSON a transaction), ` +
       `addresses ${fixed(addressSeconds, 1)} s\n`,
   );
-  const receiver = await startReceiver();
+  // Pending notifications are timed; nothing else is expected (no block is ever found).
+  const receiver = await startTimingReceiver((body) => body.mempool === true && body.dropped !== true);
 
   process.stdout.write(
     `  bare poller (reference): whole pool, then ${options.referenceSeconds} s steady... `,
