@@ -14,6 +14,7 @@ import { enqueueNotifications, newNotificationId } from '../src/notify/outbox.js
 import { openStore, type Store } from '../src/store/db.js';
 import { acquireDataDirLock } from '../src/store/lock.js';
 import {
+  apiCall,
   benchMasterKey,
   cleanEnv,
   commCpuDelta,
@@ -413,23 +414,8 @@ interface Subscriptions {
   warmup: string | undefined;
 }
 
-async function api(
-  base: string,
-  token: string,
-  method: string,
-  route: string,
-  body?: unknown,
-): Promise<{ status: number; body: Record<string, unknown> }> {
-  const response = await fetch(`${base}/api/v1${route}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-}
-
 async function subscribe(base: string, token: string, url: string): Promise<string> {
-  const res = await api(base, token, 'POST', '/subscription', {
+  const res = await apiCall(base, token, 'POST', '/api/v1/subscription', {
     type: 'ADDRESS_TRANSACTION',
     attr: { address: WATCHED, chain: 'ETH', url },
   });
@@ -606,11 +592,11 @@ async function benchPglite(options: Options, receiver: Receiver): Promise<Ledger
     const base = `http://127.0.0.1:${port}`;
     const deadline = Date.now() + 60_000;
     for (;;) {
-      const res = await api(
+      const res = await apiCall(
         base,
         token,
         'GET',
-        `/subscription/${subs.measured}/notifications?state=pending&limit=1`,
+        `/api/v1/subscription/${subs.measured}/notifications?state=pending&limit=1`,
       );
       if (res.status !== 200) throw new Error(`delivery log: HTTP ${res.status} ${JSON.stringify(res.body)}`);
       if ((res.body.data as unknown[]).length === 0) break;

@@ -12,6 +12,7 @@ import { parseArgs } from 'node:util';
 import type { Hex } from 'viem';
 import { type Anvil, startAnvil } from '../src/chains/evm/anvil.js';
 import {
+  apiCall,
   benchMasterKey,
   cleanEnv,
   createScratchDatabase,
@@ -241,15 +242,6 @@ interface ReadyBody {
   networks?: { network: string; height: number | null; lastError?: string | null }[];
 }
 
-async function api(base: string, token: string, method: string, route: string, body?: unknown) {
-  const response = await fetch(`${base}${route}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-}
-
 /** Ledgerhook as shipped, following the anvil chain with this poll interval; one run measured. */
 async function runLedgerhook(
   chain: Chain,
@@ -282,7 +274,7 @@ async function runLedgerhook(
       const base = `http://127.0.0.1:${port}`;
       await waitUntilServing(server, `${base}/healthz`);
       const token = await serverToken(server, env);
-      const created = await api(base, token, 'POST', '/api/v1/subscription', {
+      const created = await apiCall(base, token, 'POST', '/api/v1/subscription', {
         type: 'ADDRESS_TRANSACTION',
         attr: { address: chain.to, chain: NETWORK, url: receiver.url },
         mempool: false,

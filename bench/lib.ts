@@ -1,6 +1,6 @@
 // Helpers shared by the benchmarks: child processes (started one way, always cleaned up), ports,
 // CPU accounting from /proc, option parsing and table printing.
-import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -14,6 +14,7 @@ import { promisify } from 'node:util';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import pg from 'pg';
+import { ensureBuilt } from '../test/helpers/build.js';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const TOKEN = /lh_[A-Za-z0-9_-]{32}/;
@@ -217,21 +218,15 @@ export function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, HOST: '127.0.0.1', ...extra };
 }
 
-let built = false;
-
 /**
  * Ledgerhook is measured as shipped: built (`npm run build`, as `npm start` does), not through
- * tsx, whose loader and source maps would be measured too.
+ * tsx, whose loader and source maps would be measured too. Built only when a source is newer than
+ * the last build, as the tests do: rebuilding removes dist/ for a few seconds under any test or
+ * bench started from it meanwhile.
  */
 function runnable(args: string[]): string[] {
   if (args[0] !== 'src/main.ts') return ['--import', 'tsx', ...args];
-  if (!built) {
-    execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'build.mjs')], {
-      cwd: ROOT,
-      stdio: 'inherit',
-    });
-    built = true;
-  }
+  ensureBuilt();
   return ['dist/main.js', ...args.slice(1)];
 }
 
@@ -618,4 +613,20 @@ export async function startTimingReceiver(
     });
   onCleanup(() => receiver.close());
   return receiver;
+}
+
+/** One call of Ledgerhook's API with a token: its status and JSON body. */
+export async function apiCall(
+  base: string,
+  token: string,
+  method: string,
+  route: string,
+  body?: unknown,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const response = await fetch(`${base}${route}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }

@@ -13,13 +13,11 @@
 //   bare poller and the reader alone took to read the same traffic; and the startup: from a pool of
 //   100,000 appearing at once until the service has read all of it, and notified all it pays.
 // Usage: npm run bench:mempool [-- --database postgres://… --poll 200 --duration 60 --cpu-prof DIR]
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import readline from 'node:readline';
 import { parseArgs } from 'node:util';
-import { BUILT_CLI, ensureBuilt } from '../test/helpers/build.js';
 import {
+  apiCall,
   benchMasterKey,
   cleanEnv,
   commCpuDelta,
@@ -38,7 +36,6 @@ import {
   onCleanup,
   processCpuSeconds,
   quantile,
-  ROOT,
   redact,
   runMain,
   type Server,
@@ -48,7 +45,6 @@ import {
   startTimingReceiver,
   stopServer,
   type TimingReceiver,
-  TOKEN,
   waitUntilServing,
 } from './lib.js';
 import type { ClientMessage, ClientResult, Memory } from './mempool-client.js';
@@ -266,45 +262,6 @@ async function runClient(node: EsploraNode, mode: 'bare' | 'reader', options: Op
 // ---------------------------------------------------------------------------------------------
 // The service
 
-/**
- * Ledgerhook as shipped (dist/main.js), built only when a source is newer than the last build (as
- * the tests do, test/helpers/build.ts): bench/lib.ts's startServer rebuilds dist/ on every run, which
- * removes it for a few seconds under the feet of tests started from it meanwhile.
- */
-function startService(env: NodeJS.ProcessEnv, nodeArgs: string[]): Server {
-  ensureBuilt();
-  const proc = spawn(process.execPath, [...nodeArgs, BUILT_CLI, 'serve'], { cwd: ROOT, env, stdio: 'pipe' });
-  const kill = () => {
-    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
-  };
-  process.on('exit', kill);
-  onCleanup(async () => kill());
-  const lines: string[] = [];
-  const keep = (line: string) => {
-    lines.push(line);
-    if (lines.length > 40) lines.shift();
-  };
-  const server: Server = {
-    name: 'ledgerhook',
-    proc,
-    token: undefined,
-    tail: () => lines.join('\n'),
-    exitCode: undefined,
-    exited: new Promise((resolve) => {
-      proc.on('exit', (code, signal) => {
-        server.exitCode = code ?? (signal ? -1 : null);
-        resolve();
-      });
-    }),
-  };
-  readline.createInterface({ input: proc.stdout }).on('line', (line) => {
-    server.token ??= TOKEN.exec(line)?.[0];
-    keep(line);
-  });
-  readline.createInterface({ input: proc.stderr }).on('line', keep);
-  return server;
-}
-
 interface ServiceRun {
   uploadSeconds: number;
   /** Startup: the pool appears at once; until every transaction of it was read, and notified. */
@@ -341,15 +298,6 @@ function rssMegabytes(pid: number | undefined): number | undefined {
   } catch {
     return undefined;
   }
-}
-
-async function api(base: string, token: string, method: string, route: string, body?: unknown) {
-  const response = await fetch(`${base}${route}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
 async function until(
@@ -394,7 +342,7 @@ async function runService(
         : {}),
     });
     const nodeArgs = profileArgs(options, 'service');
-    const server = startService(env, nodeArgs);
+    const server = startServer('ledgerhook', ['src/main.ts', 'serve'], env, { nodeArgs });
     try {
       const base = `http://127.0.0.1:${port}`;
       await waitUntilServing(server, `${base}/healthz`);
@@ -405,7 +353,7 @@ async function runService(
       );
       const uploadStart = now();
       for (let start = 0; start < addresses.length; start += LIST_SIZE) {
-        const created = await api(base, token, 'POST', '/api/v1/subscription', {
+        const created = await apiCall(base, token, 'POST', '/api/v1/subscription', {
           type: 'ADDRESS_TRANSACTION',
           attr: { addresses: addresses.slice(start, start + LIST_SIZE), chain: NETWORK, url: receiver.url },
           mempool: true,
