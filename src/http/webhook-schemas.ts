@@ -80,7 +80,7 @@ const AddressTransactionEvent = Type.Object(
     id: Type.String({
       format: 'uuid',
       description:
-        'The notification id: equal to the `webhook-id` header, the same on every retry; a withdrawal (`reorg`, `dropped`) has an id of its own',
+        'The notification id: equal to the `webhook-id` header, the same on every retry, and derived from the event (a UUID v5 of the subscription, the network and the block, transaction and transfer), so a block processed again (a restart, a backfill, a database failover or restore) yields the same id; a withdrawal (`reorg`, `dropped`) has an id of its own',
     }),
     subscriptionId: Type.String({ format: 'uuid' }),
     chain: Type.String({ description: 'The network’s name (ETH, BTC, SOL, DEVNET…)' }),
@@ -163,7 +163,8 @@ const ContractLogEvent = Type.Object(
     ),
     id: Type.String({
       format: 'uuid',
-      description: 'The notification id, equal to the `webhook-id` header; deduplicate on it',
+      description:
+        'The notification id, equal to the `webhook-id` header; deduplicate on it. Derived from the event (a UUID v5 of the subscription, the network, the block and the log), so a block processed again yields the same id; a withdrawal has an id of its own',
     }),
     subscriptionId: Type.String({ format: 'uuid' }),
     confirmations: Type.Integer({ minimum: 1, description: 'Depth of the block when notified' }),

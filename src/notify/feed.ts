@@ -79,7 +79,7 @@ export async function sequencePass(db: Db, batch = 2_000): Promise<SequencedPass
       await tx.execute(sql`
         WITH next AS (
           SELECT notification_id AS id FROM feed_queue
-          ORDER BY created_at, notification_id
+          ORDER BY created_at, seq
           ${limitOf(batch)}
         ),
         taken AS (
@@ -89,7 +89,7 @@ export async function sequencePass(db: Db, batch = 2_000): Promise<SequencedPass
         top AS (SELECT coalesce(max(seq), 0) AS seq FROM feed_events),
         added AS (
           INSERT INTO feed_events (seq, notification_id, account_id, subscription_id)
-          SELECT top.seq + row_number() OVER (ORDER BY n.created_at, n.id), n.id, n.account_id, n.subscription_id
+          SELECT top.seq + row_number() OVER (ORDER BY n.created_at, n.seq), n.id, n.account_id, n.subscription_id
           FROM notifications n CROSS JOIN top
           WHERE n.id = ANY(ARRAY(SELECT id FROM taken)) AND n.state IN ${FEED_STATES}
           RETURNING account_id

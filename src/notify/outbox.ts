@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { v7 as uuidv7 } from 'uuid';
+import { v5 as uuidv5, v7 as uuidv7 } from 'uuid';
 import type { Db } from '../store/db.js';
 import { notifications } from './schema.js';
 
@@ -7,7 +7,10 @@ import { notifications } from './schema.js';
 export const OUTBOX_CHANNEL = 'ledgerhook_outbox';
 
 export interface NewNotification {
-  /** The notification id, also `webhook-id` and the body's `id`; see `newNotificationId`. */
+  /**
+   * The notification id, also `webhook-id` and the body's `id`: `chainNotificationId` for what a
+   * chain did, `newNotificationId` for the rest (tests, registries).
+   */
   id: string;
   accountId: string;
   subscriptionId: string;
@@ -31,9 +34,27 @@ export interface NewNotification {
 
 const ROWS_PER_INSERT = 1_000;
 
-/** Time-ordered, so the delivery log pages by id. */
+/** A random id, for notifications that are not a chain event (tests, registry callbacks). */
 export function newNotificationId(): string {
   return uuidv7();
+}
+
+/**
+ * The namespace of chain notification ids (a fixed random UUID). Changing it changes every id
+ * a receiver has stored, so it never changes.
+ */
+export const CHAIN_NOTIFICATION_NAMESPACE = '3f0c2b4e-8d1a-4c6f-9b52-7a2e1d9c4f08';
+
+/**
+ * The id of a chain notification, a function of what it is: a name-based UUID (version 5) of the
+ * subscription, the network and the producer's dedupe key, which names the block hash and the
+ * transfer (or log) for a mined one, the transaction for a pending one, and the notification it
+ * takes back for a withdrawal (`reorg:`, `dropped:`). A block processed again, after a restart,
+ * a backfill, a failover to a replica that lost the last commits or a restore, yields the same
+ * ids, so a receiver that deduplicates by `webhook-id` never processes one chain event twice.
+ */
+export function chainNotificationId(subscriptionId: string, chain: string, dedupeKey: string): string {
+  return uuidv5(`${subscriptionId}\n${chain}\n${dedupeKey}`, CHAIN_NOTIFICATION_NAMESPACE);
 }
 
 /**
@@ -47,7 +68,7 @@ export async function enqueueNotifications(
   now: Date = new Date(),
 ): Promise<string[]> {
   if (items.length === 0) return [];
-  const inserted: string[] = [];
+  const inserted: { id: string; seq: number }[] = [];
   // PostgreSQL binds at most 65,535 parameters per statement; a row takes 15.
   for (let start = 0; start < items.length; start += ROWS_PER_INSERT) {
     const rows = await tx
@@ -72,38 +93,41 @@ export async function enqueueNotifications(
         })),
       )
       .onConflictDoNothing({ target: [notifications.subscriptionId, notifications.dedupeKey] })
-      .returning({ id: notifications.id });
-    for (const r of rows) inserted.push(r.id);
+      .returning({ id: notifications.id, seq: notifications.seq });
+    for (const r of rows) inserted.push(r);
   }
   // Held notifications enter the event feed when released, as they are sent only then.
   const held = new Set(items.filter((n) => n.state === 'held').map((n) => n.id));
-  const queued = held.size === 0 ? inserted : inserted.filter((id) => !held.has(id));
+  const queued = held.size === 0 ? inserted : inserted.filter((n) => !held.has(n.id));
   await queueForFeed(
     tx,
-    queued.map((id) => ({ id, createdAt: now })),
+    queued.map(({ id, seq }) => ({ id, seq, createdAt: now })),
   );
   // Wakes dispatchers, and the feed's sequencer (a failed one, for a disabled subscription, is in the feed too).
   if (queued.length > 0) await signalOutbox(tx);
-  return inserted;
+  return inserted.map((n) => n.id);
 }
 
 /**
  * Within the producer's transaction: these notifications take their place in the event feed
- * (see feed.ts) once it commits, in the order of their `createdAt` (the notification's own).
+ * (see feed.ts) once it commits, in the order of their `createdAt` (the notification's own),
+ * then of their `seq`.
  */
 export async function queueForFeed(tx: Db, entries: readonly FeedEntry[]): Promise<void> {
   if (entries.length === 0) return;
   await tx.execute(sql`
-    INSERT INTO feed_queue (notification_id, created_at)
+    INSERT INTO feed_queue (notification_id, created_at, seq)
     SELECT * FROM unnest(${sql.param(entries.map((e) => e.id))}::uuid[],
-                         ${sql.param(entries.map((e) => e.createdAt.toISOString()))}::timestamptz[])
+                         ${sql.param(entries.map((e) => e.createdAt.toISOString()))}::timestamptz[],
+                         ${sql.param(entries.map((e) => e.seq))}::bigint[])
     ON CONFLICT DO NOTHING`);
 }
 
-/** A notification entering the event feed, and when it was created. */
+/** A notification entering the event feed, when it was created, and its place in the outbox. */
 export interface FeedEntry {
   id: string;
   createdAt: Date;
+  seq: number;
 }
 
 /** Wakes dispatchers in every process when the caller's transaction commits. */

@@ -104,7 +104,13 @@ export const subscriptions = pgTable(
 export const notifications = pgTable(
   'notifications',
   {
+    /**
+     * A chain notification's id is derived from what it is (`chainNotificationId`), so it carries
+     * no order; `seq` is the outbox's own key in insertion order, which the delivery log pages by
+     * and the feed orders a batch by.
+     */
     id: uuid('id').primaryKey(),
+    seq: bigint('seq', { mode: 'number' }).notNull().generatedAlwaysAsIdentity(),
     accountId: uuid('account_id').notNull(),
     subscriptionId: uuid('subscription_id')
       .notNull()
@@ -140,7 +146,8 @@ export const notifications = pgTable(
   },
   (t) => [
     index('notifications_due_idx').on(t.nextAttemptAt).where(sql`state = 'pending'`),
-    index('notifications_subscription_idx').on(t.subscriptionId, t.id),
+    index('notifications_subscription_idx').on(t.subscriptionId, t.seq),
+    index('notifications_account_idx').on(t.accountId, t.seq),
     uniqueIndex('notifications_dedupe_idx').on(t.subscriptionId, t.dedupeKey),
     index('notifications_block_idx').on(t.chain, t.blockHash).where(sql`chain IS NOT NULL`),
     index('notifications_held_idx').on(t.chain, t.releaseHeight).where(sql`state = 'held'`),
@@ -192,8 +199,10 @@ export const feedQueue = pgTable(
      * range read instead of joining the whole queue with the outbox and sorting it.
      */
     createdAt: at('created_at').notNull(),
+    /** … and its `seq`, so entries created together keep the order they were written in. */
+    seq: bigint('seq', { mode: 'number' }).notNull(),
   },
-  (t) => [index('feed_queue_order_idx').on(t.createdAt, t.notificationId)],
+  (t) => [index('feed_queue_order_idx').on(t.createdAt, t.seq)],
 );
 
 /**

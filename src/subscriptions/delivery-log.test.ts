@@ -4,11 +4,13 @@
  * to a receiver on loopback. Another account's token finds none of them.
  */
 import crypto from 'node:crypto';
+import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startTestApp, type TestApp } from '../../test/helpers/app.js';
 import { backends } from '../../test/helpers/env.js';
 import { waitFor } from '../../test/helpers/process.js';
 import { ACK, type Receiver, startReceiver } from '../../test/helpers/receiver.js';
+import { chainNotificationId, enqueueNotifications } from '../notify/outbox.js';
 import type { NotificationView, SubscriptionView } from './service.js';
 
 interface LogPage {
@@ -141,6 +143,59 @@ describe.each(backends)('delivery logs on %s', (backend) => {
       cursor = page.next_cursor;
     } while (cursor);
     expect(seen).toEqual([...sent].reverse());
+  });
+
+  test('chain notifications, whose ids carry no order, are logged newest first; a cursor from before is honoured', async () => {
+    // An account of its own, so the other tests' logs and lists stay as they were.
+    const token = await t.tokenFor('log-order');
+    const subscription = await subscribe(receiver.url, token);
+    const {
+      rows: [row],
+    } = (await t.app.store.db.execute(
+      sql`SELECT account_id FROM subscriptions WHERE id = ${subscription}::uuid`,
+    )) as unknown as { rows: { account_id: string }[] };
+    // Written in descending id order, one statement each: a log ordered by id would come out reversed.
+    const ids = Array.from({ length: 6 }, (_, i) =>
+      chainNotificationId(subscription, 'ETH', `0xblock:tx:${i}`),
+    )
+      .sort()
+      .reverse();
+    for (const id of ids)
+      await enqueueNotifications(t.app.store.db, [
+        {
+          id,
+          accountId: row!.account_id,
+          subscriptionId: subscription,
+          eventType: 'address.transaction',
+          body: JSON.stringify({ id }),
+          dedupeKey: id,
+          state: 'failed',
+          lastError: 'kept out of delivery',
+        },
+      ]);
+    const newestFirst = [...ids].reverse();
+    const path = `/api/v1/subscription/${subscription}/notifications`;
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const r = await t.request('GET', `${path}?limit=4${cursor ? `&cursor=${cursor}` : ''}`, { token });
+      expect(r.status, r.text).toBe(200);
+      const page = r.body as LogPage;
+      seen.push(...page.data.map((n) => n.id));
+      cursor = page.next_cursor;
+    } while (cursor);
+    expect(seen).toEqual(newestFirst);
+
+    // Before the outbox had its own order, a cursor was the last id shown: it still goes on from there.
+    const old = Buffer.from(newestFirst[1]!, 'utf8').toString('base64url');
+    const rest = (await t.request('GET', `${path}?cursor=${old}`, { token })).body as LogPage;
+    expect(rest.data.map((n) => n.id)).toEqual(newestFirst.slice(2));
+    for (const key of ['0', '-1', '1e3', '99999999999999999999']) {
+      const bad = await t.request('GET', `${path}?cursor=${Buffer.from(key).toString('base64url')}`, {
+        token,
+      });
+      expect(bad.status, key).toBe(400);
+    }
   });
 
   test("a subscription's log takes the same time window", async () => {

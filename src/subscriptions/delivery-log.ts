@@ -2,13 +2,25 @@
  * The delivery log: notifications, newest first, each with its attempts, of one subscription or
  * across every subscription of an account.
  */
-import { and, desc, eq, gte, inArray, lt, type SQL } from 'drizzle-orm';
-import { decodeCursor, type PageQuery, toPage } from '../http-kit/pagination.js';
+import { and, desc, eq, gte, inArray, lt, type SQL, sql } from 'drizzle-orm';
+import { decodeCursor, isUuid, type PageQuery, toPage } from '../http-kit/pagination.js';
 import { deliveryAttempts, notifications } from '../notify/schema.js';
 import type { Db } from '../store/db.js';
 import type { SubscriptionsContext } from './context.js';
 import { iso, owned } from './helpers.js';
 import type { AttemptView, LogFilter, NotificationView } from './model.js';
+
+/**
+ * A log cursor is the outbox `seq` of the last row shown. One given out before `seq` existed is
+ * that row's (time-ordered) id, still honoured so a client paging through an upgrade goes on.
+ */
+const isLogKey = (key: string): boolean => /^[1-9][0-9]{0,17}$/.test(key) || isUuid(key);
+
+function before(key: string): SQL {
+  return isUuid(key)
+    ? sql`${notifications.seq} < (SELECT seq FROM notifications WHERE id = ${key}::uuid)`
+    : lt(notifications.seq, Number(key));
+}
 
 /** A page of a delivery log: the notifications matching `conditions`, newest first, with their attempts. */
 async function logPage(db: Db, conditions: SQL[], query: PageQuery & LogFilter) {
@@ -16,12 +28,12 @@ async function logPage(db: Db, conditions: SQL[], query: PageQuery & LogFilter) 
   if (query.state) where.push(eq(notifications.state, query.state));
   if (query.since) where.push(gte(notifications.createdAt, query.since));
   if (query.until) where.push(lt(notifications.createdAt, query.until));
-  if (query.cursor) where.push(lt(notifications.id, decodeCursor(query.cursor)));
+  if (query.cursor) where.push(before(decodeCursor(query.cursor, isLogKey)));
   const rows = await db
     .select()
     .from(notifications)
     .where(and(...where))
-    .orderBy(desc(notifications.id))
+    .orderBy(desc(notifications.seq))
     .limit(query.limit + 1)
     .offset(query.offset ?? 0);
   const page = rows.slice(0, query.limit);
@@ -57,7 +69,7 @@ async function logPage(db: Db, conditions: SQL[], query: PageQuery & LogFilter) 
   return toPage(
     rows,
     query.limit,
-    (n) => n.id,
+    (n) => String(n.seq),
     (n): NotificationView => ({
       id: n.id,
       subscriptionId: n.subscriptionId,

@@ -18,7 +18,7 @@ import type { Logger } from 'pino';
 import { addressesOf, type BitcoinTransaction } from '../chains/bitcoin/activity.js';
 import type { BitcoinMempoolReader } from '../chains/bitcoin/mempool.js';
 import type { Network } from '../chains/networks.js';
-import { enqueueNotifications, type NewNotification, newNotificationId } from '../notify/outbox.js';
+import { chainNotificationId, enqueueNotifications, type NewNotification } from '../notify/outbox.js';
 import type { Db } from '../store/db.js';
 import type { AddressIndex } from './address-index.js';
 import { bitcoinBody } from './bitcoin-notifications.js';
@@ -51,7 +51,9 @@ export function pendingBitcoinNotifications(
     for (const address of addressesOf(tx)) {
       for (const subscription of index.lookup(network.name, address)) {
         if (!subscription.mempool) continue;
-        const id = newNotificationId();
+        // The same pool transaction read again (a restart, a reset) inserts nothing.
+        const dedupeKey = `mempool:${tx.txid}:${address}`;
+        const id = chainNotificationId(subscription.id, network.name, dedupeKey);
         ids.push(id);
         items.push({
           id,
@@ -59,8 +61,7 @@ export function pendingBitcoinNotifications(
           subscriptionId: subscription.id,
           eventType: 'address.transaction.pending',
           body: JSON.stringify(bitcoinBody(network, tx, address, subscription, id, undefined)),
-          // The same pool transaction read again (a restart, a reset) inserts nothing.
-          dedupeKey: `mempool:${tx.txid}:${address}`,
+          dedupeKey,
           chain: network.name,
         });
       }

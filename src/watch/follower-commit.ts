@@ -4,7 +4,7 @@
  */
 import type { Logger } from 'pino';
 import type { ChainBlock } from '../chains/source.js';
-import { enqueueNotifications, type NewNotification, newNotificationId } from '../notify/outbox.js';
+import { chainNotificationId, enqueueNotifications, type NewNotification } from '../notify/outbox.js';
 import type { Db } from '../store/db.js';
 import type { WatchedSubscription } from '../subscriptions/events.js';
 import type { ChainState } from './chain-state.js';
@@ -43,7 +43,8 @@ export function blockNotifications(
   extra?: Record<string, unknown>,
 ): NewNotification[] {
   return matches.map(({ subscription, key, body, eventType }) => {
-    const id = newNotificationId();
+    const dedupeKey = blockDedupeKey(block.hash, key);
+    const id = chainNotificationId(subscription.id, network, dedupeKey);
     const releaseHeight = block.height + Math.max(1, subscription.confirmations) - 1;
     return {
       id,
@@ -51,7 +52,7 @@ export function blockNotifications(
       subscriptionId: subscription.id,
       eventType: eventType ?? 'address.transaction',
       body: JSON.stringify(extra ? { ...body(id), ...extra } : body(id)),
-      dedupeKey: blockDedupeKey(block.hash, key),
+      dedupeKey,
       state: head >= releaseHeight ? 'pending' : 'held',
       chain: network,
       blockNumber: block.height,

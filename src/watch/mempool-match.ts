@@ -6,7 +6,7 @@ import { encodeFunctionData, type Hex, type PublicClient, parseAbi } from 'viem'
 import { view } from '../chains/evm/activity.js';
 import type { TokenInfo } from '../chains/evm/types.js';
 import type { Network } from '../chains/networks.js';
-import { type NewNotification, newNotificationId } from '../notify/outbox.js';
+import { chainNotificationId, type NewNotification } from '../notify/outbox.js';
 import type { AddressIndex } from './address-index.js';
 import { buildEvmNotification } from './evm-notifications.js';
 import { type PendingTransaction, pendingTransfers } from './pending-transfers.js';
@@ -72,7 +72,9 @@ export function createPendingMatcher(deps: PendingMatchDeps) {
       for (const subscription of watchers) {
         if (notified.has(subscription.id)) continue; // a transfer to oneself is one notification
         notified.add(subscription.id);
-        const id = newNotificationId();
+        // The same pending transaction seen again (another poll, a restart) inserts nothing.
+        const dedupeKey = `mempool:${tx.hash}:${position}`;
+        const id = chainNotificationId(subscription.id, network.name, dedupeKey);
         const body = buildEvmNotification({
           id,
           network,
@@ -89,8 +91,7 @@ export function createPendingMatcher(deps: PendingMatchDeps) {
           subscriptionId: subscription.id,
           eventType: 'address.transaction.pending',
           body: JSON.stringify(body),
-          // The same pending transaction seen again (another poll, a restart) inserts nothing.
-          dedupeKey: `mempool:${tx.hash}:${position}`,
+          dedupeKey,
           chain: network.name,
         });
       }

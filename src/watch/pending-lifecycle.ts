@@ -19,7 +19,7 @@
  */
 import { and, eq, inArray, lt } from 'drizzle-orm';
 import type { Logger } from 'pino';
-import { enqueueNotifications, type NewNotification, newNotificationId } from '../notify/outbox.js';
+import { chainNotificationId, enqueueNotifications, type NewNotification } from '../notify/outbox.js';
 import { notifications } from '../notify/schema.js';
 import type { Db } from '../store/db.js';
 import type { BlockSettler } from './follower-commit.js';
@@ -101,9 +101,11 @@ function announcementMemory() {
   return { byTx, byClaim, remember, forgetInMemory };
 }
 
-/** The notification withdrawing a pending one: its body, a new id, `dropped` and `replacedBy`. */
+/** The notification withdrawing a pending one: its body, an id of its own, `dropped` and `replacedBy`. */
 function droppedNotification(network: string, row: Announced, replacedBy: string | null): NewNotification {
-  const id = newNotificationId();
+  // Once per announcement, whoever (which process, which retry) sees the conflict.
+  const dedupeKey = `dropped:${row.id}`;
+  const id = chainNotificationId(row.subscriptionId, network, dedupeKey);
   const body = { ...(JSON.parse(row.body) as object), id, dropped: true };
   return {
     id,
@@ -111,8 +113,7 @@ function droppedNotification(network: string, row: Announced, replacedBy: string
     subscriptionId: row.subscriptionId,
     eventType: 'address.transaction.dropped',
     body: JSON.stringify(replacedBy === null ? body : { ...body, replacedBy }),
-    // Once per announcement, whoever (which process, which retry) sees the conflict.
-    dedupeKey: `dropped:${row.id}`,
+    dedupeKey,
     chain: network,
   };
 }

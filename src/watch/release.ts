@@ -41,7 +41,7 @@ export function createReleaser(network: string) {
             lt(notifications.releaseHeight, head + 1),
           ),
         )
-        .returning({ id: notifications.id, createdAt: notifications.createdAt });
+        .returning({ id: notifications.id, createdAt: notifications.createdAt, seq: notifications.seq });
       if (released.length > 0) {
         // Sent from now on, so readable through the event feed too.
         await queueForFeed(tx, released);

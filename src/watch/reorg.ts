@@ -1,6 +1,6 @@
 import { and, eq, inArray, ne, notLike } from 'drizzle-orm';
 import { alreadyInFeed } from '../notify/feed.js';
-import { enqueueNotifications, type NewNotification, newNotificationId } from '../notify/outbox.js';
+import { chainNotificationId, enqueueNotifications, type NewNotification } from '../notify/outbox.js';
 import { notifications } from '../notify/schema.js';
 import type { Db } from '../store/db.js';
 
@@ -114,18 +114,19 @@ export async function cancelUnsent(
 }
 
 /**
- * The notification that takes back a sent one: the same body, a new id, `reorg: true`, and the
+ * The notification that takes back a sent one: the same body, an id of its own, `reorg: true`, and the
  * event type of the one it takes back with `.reorg` (`address.transaction.reorg`, `contract.log.reorg`).
  */
 function withdrawal(network: string, n: Announced): NewNotification {
-  const id = newNotificationId();
+  const dedupeKey = `reorg:${n.id}`;
+  const id = chainNotificationId(n.subscriptionId, network, dedupeKey);
   return {
     id,
     accountId: n.accountId,
     subscriptionId: n.subscriptionId,
     eventType: `${n.eventType}.reorg`,
     body: JSON.stringify({ ...(JSON.parse(n.body) as object), id, reorg: true }),
-    dedupeKey: `reorg:${n.id}`,
+    dedupeKey,
     chain: network,
     blockNumber: n.blockNumber ?? undefined,
     blockHash: n.blockHash ?? undefined,

@@ -66,7 +66,7 @@ export type components = {
             }[];
             /**
              * Format: uuid
-             * @description The notification id: equal to the `webhook-id` header, the same on every retry; a withdrawal (`reorg`, `dropped`) has an id of its own
+             * @description The notification id: equal to the `webhook-id` header, the same on every retry, and derived from the event (a UUID v5 of the subscription, the network and the block, transaction and transfer), so a block processed again (a restart, a backfill, a database failover or restore) yields the same id; a withdrawal (`reorg`, `dropped`) has an id of its own
              */
             id: string;
             /** Format: uuid */
@@ -117,7 +117,7 @@ export type components = {
             };
             /**
              * Format: uuid
-             * @description The notification id, equal to the `webhook-id` header; deduplicate on it
+             * @description The notification id, equal to the `webhook-id` header; deduplicate on it. Derived from the event (a UUID v5 of the subscription, the network, the block and the log), so a block processed again yields the same id; a withdrawal has an id of its own
              */
             id: string;
             /** Format: uuid */
