@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { eq } from 'drizzle-orm';
@@ -19,6 +20,8 @@ import { type BackfillRunner, createBackfillRunner } from './backfill/runner.js'
 import type { Network } from './chains/networks.js';
 import { type Config, ConfigError } from './config.js';
 import { registerConsoleRoutes } from './console/routes.js';
+import { backupRoute } from './http/admin-backup.js';
+import { doctorRoute } from './http/admin-doctor.js';
 import { createMetrics, type Metrics } from './http/metrics.js';
 import { createHttpServer, type ServedRoutes } from './http/server.js';
 import { createIdempotency } from './idempotency/service.js';
@@ -33,7 +36,7 @@ import { registerPassRoutes } from './registry/pass-routes.js';
 import { registerRegistryRoutes } from './registry/routes.js';
 import { createRegistries, type Registries } from './registry/service.js';
 import { createEnvelope, type Envelope } from './secrets/envelope.js';
-import { loadMasterKey } from './secrets/master-key.js';
+import { loadMasterKey, MASTER_KEY_FILE } from './secrets/master-key.js';
 import { closeServer, type StopStep, stopAll } from './shared/shutdown.js';
 import { createThrottle } from './shared/throttle.js';
 import { urlSecretRedactor } from './shared/url-secrets.js';
@@ -140,16 +143,24 @@ async function openMigratedStore(config: Config, logger?: Logger): Promise<Opene
   }
 }
 
+/** The id of the master key the database's records are sealed under, once a service has started on it. */
+async function recordedMasterKeyId(db: Db): Promise<string | undefined> {
+  const [row] = await db.select().from(settings).where(eq(settings.key, 'master_key_id'));
+  return row?.value;
+}
+
 /**
  * Binds the database to the first master key that touches it, so a service started later with
- * another key refuses to start instead of writing records nobody can read together.
+ * another key refuses to start instead of writing records nobody can read together. A wrong key
+ * is a configuration mistake (exit code 2), named by where the key came from.
  */
-async function checkMasterKey(db: Db, envelope: Envelope): Promise<void> {
+async function checkMasterKey(db: Db, envelope: Envelope, source: string): Promise<void> {
   await db.insert(settings).values({ key: 'master_key_id', value: envelope.keyId }).onConflictDoNothing();
-  const [row] = await db.select().from(settings).where(eq(settings.key, 'master_key_id'));
-  if (row && row.value !== envelope.keyId) {
-    throw new StartupError(
-      `LEDGERHOOK_MASTER_KEY does not match this database: its records use master key ${row.value}, the configured key is ${envelope.keyId}`,
+  const recorded = await recordedMasterKeyId(db);
+  if (recorded !== undefined && recorded !== envelope.keyId) {
+    throw new ConfigError(
+      source,
+      `does not match this database: its records use master key ${recorded}, the configured key is ${envelope.keyId}; give the key it was first started with`,
     );
   }
 }
@@ -333,6 +344,17 @@ function createShutdown(config: Config, opened: OpenedStore, logger: Logger, par
 
 /** The envelope that seals records at rest, its master key loaded (or generated) and bound to the database. */
 async function openEnvelope(config: Config, store: Store, logger: Logger): Promise<Envelope> {
+  const keyFile = path.join(config.dataDir, MASTER_KEY_FILE);
+  // A database that already has a key (a restored backup, a data directory whose master.key was
+  // lost) must not get a new one generated beside it: the operator gives the kept key.
+  const recorded =
+    config.masterKey || fs.existsSync(keyFile) ? undefined : await recordedMasterKeyId(store.db);
+  if (recorded !== undefined) {
+    throw new ConfigError(
+      'LEDGERHOOK_MASTER_KEY',
+      `is not set and ${keyFile} does not exist, but this database's records use master key ${recorded}; set LEDGERHOOK_MASTER_KEY to that key or copy its master.key into ${config.dataDir}`,
+    );
+  }
   // After the database opened: a database that cannot be used leaves no key generated behind.
   const { key: masterKey, generated } = loadMasterKey(config.masterKey, config.dataDir);
   if (generated) {
@@ -347,7 +369,7 @@ async function openEnvelope(config: Config, store: Store, logger: Logger): Promi
     );
   }
   const envelope = createEnvelope(masterKey);
-  await checkMasterKey(store.db, envelope);
+  await checkMasterKey(store.db, envelope, config.masterKey ? 'LEDGERHOOK_MASTER_KEY' : keyFile);
   return envelope;
 }
 
@@ -761,7 +783,12 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
     if (first) (options.announceToken ?? announceTokenOnConsole)(first);
 
     if (store.kind === 'pglite') {
-      const admin = await startAdminServer({ accounts, dataDir: config.dataDir, logger });
+      const admin = await startAdminServer({
+        accounts,
+        dataDir: config.dataDir,
+        logger,
+        routes: [backupRoute(store), doctorRoute(store)],
+      });
       shutdown.steps.push({
         name: 'admin endpoint',
         stop: (until) => admin.close(until - shutdown.reserveMs),

@@ -36,6 +36,11 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${packageVersion()}\n`);
     return 0;
   }
+  if (parsed.command === 'doctor') {
+    // Doctor loads the configuration itself, to report each invalid variable as a check of its own.
+    const { doctorCommand } = await import('./cli/doctor.js');
+    return doctorCommand(parsed.values);
+  }
   // The configuration next (a light module): a mistake in it is reported before the service loads.
   const { ConfigError, loadConfig, parseRoles } = await import('./config.js');
   let config: import('./config.js').Config;

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import Fastify, { type FastifyBaseLogger } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { AppError, NotFoundError, UnauthorizedError } from '../errors.js';
 import { closeServer } from '../shared/shutdown.js';
 import { dataDirHolder } from '../store/lock.js';
@@ -12,8 +12,8 @@ import type { Accounts, IssuedToken, TokenInfo } from './service.js';
  * through this loopback-only endpoint. The address is published in `admin.json` and the client
  * proves it may use it by reading `admin.secret` (mode 0600) from the same data directory.
  */
-const ADMIN_FILE = 'admin.json';
-const SECRET_FILE = 'admin.secret';
+export const ADMIN_FILE = 'admin.json';
+export const SECRET_FILE = 'admin.secret';
 
 function writePrivate(file: string, content: string): void {
   const tmp = `${file}.${process.pid}.tmp`;
@@ -25,6 +25,8 @@ export async function startAdminServer(deps: {
   accounts: Accounts;
   dataDir: string;
   logger: FastifyBaseLogger;
+  /** Routes of other parts, given by the composition root (the backup), behind the same secret. */
+  routes?: ((admin: FastifyInstance) => void)[];
 }) {
   const secret = crypto.randomBytes(32).toString('base64url');
   const expected = Buffer.from(`Bearer ${secret}`);
@@ -55,6 +57,7 @@ export async function startAdminServer(deps: {
   app.post('/admin/tokens/:id/revoke', async (request) =>
     deps.accounts.revokeToken((request.params as { id: string }).id),
   );
+  for (const register of deps.routes ?? []) register(app);
 
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   writePrivate(path.join(deps.dataDir, SECRET_FILE), secret);
@@ -114,7 +117,7 @@ export async function connectAdmin(
 
 /** The token operations, carried out by the running service through its admin endpoint. */
 export function createAdminClient(dataDir: string) {
-  async function call<T>(method: string, route: string, body?: unknown): Promise<T> {
+  async function request(method: string, route: string, body?: unknown): Promise<Response> {
     let admin: { url: string };
     let secret: string;
     try {
@@ -125,7 +128,7 @@ export function createAdminClient(dataDir: string) {
         `the service using ${dataDir} has not published its admin endpoint yet; try again in a moment`,
       );
     }
-    const response = await fetch(`${admin.url}${route}`, {
+    return fetch(`${admin.url}${route}`, {
       method,
       headers: {
         authorization: `Bearer ${secret}`,
@@ -133,6 +136,9 @@ export function createAdminClient(dataDir: string) {
       },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
+  }
+  async function call<T>(method: string, route: string, body?: unknown): Promise<T> {
+    const response = await request(method, route, body);
     const payload = (await response.json()) as T & { error?: string };
     if (response.status === 404) throw new NotFoundError(payload.error ?? 'not found');
     if (!response.ok) throw new Error(payload.error ?? `admin endpoint answered ${response.status}`);
@@ -145,6 +151,8 @@ export function createAdminClient(dataDir: string) {
     revokedAt: t.revokedAt ? new Date(t.revokedAt) : null,
   });
   return {
+    /** A route that is not a token operation (the backup), its answer unread. */
+    request,
     async issueToken(account?: string): Promise<IssuedToken> {
       const issued = await call<IssuedToken>('POST', '/admin/tokens', { account });
       return { token: issued.token, info: revive(issued.info) };

@@ -257,6 +257,19 @@ export async function run(
       const { runVerify } = await import('./verify.js');
       return runVerify(args, values, (line) => process.stdout.write(`${line}\n`));
     }
+    case 'backup': {
+      const { backupCommand } = await import('./backup.js');
+      return backupCommand(args[0]!, values.force === true, config);
+    }
+    case 'restore': {
+      const { restoreCommand } = await import('./backup.js');
+      return restoreCommand(args[0]!, config);
+    }
+    case 'doctor': {
+      // main.ts runs doctor before the configuration is loaded (it reports an invalid one itself).
+      const { doctorCommand } = await import('./doctor.js');
+      return doctorCommand(values);
+    }
     case 'token revoke': {
       const info = await withTokenAdmin(config, (admin) => admin.revokeToken(args[0]!));
       process.stdout.write(`Revoked token ${info.id} of account ${info.accountName}\n`);

@@ -30,7 +30,10 @@ export type CommandName =
   | 'token revoke'
   | 'verify'
   | 'backfill'
-  | 'listen';
+  | 'listen'
+  | 'backup'
+  | 'restore'
+  | 'doctor';
 
 interface CommandSpec {
   name: CommandName;
@@ -190,6 +193,55 @@ COMMANDS.push({
   },
 });
 
+COMMANDS.push(
+  {
+    name: 'backup',
+    args: ['FILE'],
+    summary: 'write a backup of the embedded database (not the master key) to FILE',
+    description:
+      'Writes a backup of the embedded database in LEDGERHOOK_DATA_DIR to FILE: while the service runs, a\n' +
+      'consistent snapshot taken through it (it keeps serving); otherwise from the data directory itself.\n' +
+      'FILE holds the database only, never the master key: keep LEDGERHOOK_MASTER_KEY or master.key apart\n' +
+      'from it. FILE is written whole or not at all (mode 0600); an existing FILE is kept unless --force.\n' +
+      'With DATABASE_URL, use pg_dump or pg_basebackup instead.',
+    options: { force: { type: 'boolean', help: 'replace FILE if it exists' } },
+  },
+  {
+    name: 'restore',
+    args: ['FILE'],
+    summary: 'restore a backup into an empty LEDGERHOOK_DATA_DIR',
+    description:
+      'Restores a backup written by ledgerhook backup into LEDGERHOOK_DATA_DIR, which must be missing or\n' +
+      'empty (a master.key in it is kept) and used by no service; a failed restore leaves it as it was.\n' +
+      'No master key is restored or created: start the service with the kept one (LEDGERHOOK_MASTER_KEY,\n' +
+      'or master.key copied into the directory); another key is refused. What was not yet delivered at the\n' +
+      'backup, and what the chains did since, is sent again under the same ids.\n' +
+      'With DATABASE_URL, use pg_restore instead.',
+    options: {},
+  },
+);
+
+COMMANDS.push({
+  name: 'doctor',
+  args: [],
+  summary: 'check the configuration, database, data directory and nodes',
+  description:
+    'Checks the configuration (each invalid variable named), the database (reachable, a primary, its\n' +
+    'migrations applied, its master key), the admin files of the data directory, and the node of every\n' +
+    'network in use (used by a subscription, the anchor network, or with a node configured): reachable,\n' +
+    'on the expected chain, traces available (EVM), and how far the follower is behind its head. Prints a\n' +
+    'line per check, with what to do about a failure. While a service holds the embedded database, it is\n' +
+    'read through that service. Exits 0 when nothing failed, 1 when a check failed, 2 when the command\n' +
+    'line or the configuration is invalid.',
+  options: {
+    timeout: {
+      type: 'string',
+      value: 'DURATION',
+      help: 'how long a node or the database may take to answer (default 3s)',
+    },
+  },
+});
+
 const TOKEN_DESCRIPTION =
   'Manages API tokens. While the service runs, the CLI goes through its admin endpoint on loopback;\n' +
   'otherwise it opens the database itself. With the embedded database it needs the data directory\n' +
@@ -286,6 +338,8 @@ export type ParsedCommandLine =
         subscription?: string;
         secret?: string;
         after?: string;
+        force?: boolean;
+        timeout?: string;
       };
       args: string[];
     };

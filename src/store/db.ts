@@ -12,6 +12,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import pg from 'pg';
 import { packageRoot, runningFromSources } from '../shared/package-root.js';
 import { createPlanCache, type PgliteTarget } from './pglite-plans.js';
+import { snapshotPglite } from './pglite-snapshot.js';
 import type { PgliteReply, PgliteRequest } from './pglite-worker.js';
 import { QueryTimeoutError } from './unavailable.js';
 
@@ -43,6 +44,11 @@ export interface Store {
    * there it is always granted.
    */
   tryLock(name: string): Promise<HeldLock | undefined>;
+  /**
+   * The embedded database only: a consistent copy of its data directory while it runs (PGlite's
+   * gzipped tarball; see pglite-snapshot.ts). PostgreSQL has pg_dump and pg_basebackup instead.
+   */
+  snapshotDataDir?(): Promise<Uint8Array>;
   close(): Promise<void>;
 }
 
@@ -117,6 +123,7 @@ async function openPglite(dir: string): Promise<Store> {
     async tryLock() {
       return { lost: new Promise<void>(() => {}), release: async () => {} };
     },
+    snapshotDataDir: () => snapshotPglite(client),
     async close() {
       if (!client.closed) await client.close();
     },
@@ -254,6 +261,11 @@ class PgliteWorkerClient {
     };
   }
 
+  /** The worker's database, copied while it runs (see pglite-snapshot.ts). */
+  snapshotDataDir(): Promise<Uint8Array> {
+    return this.call<Uint8Array>({ op: 'snapshot' });
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     await this.call({ op: 'close' }).catch(() => {});
@@ -312,6 +324,7 @@ async function openPgliteWorker(dir: string): Promise<PgliteWorkerStore> {
     async tryLock() {
       return { lost: new Promise<void>(() => {}), release: async () => {} };
     },
+    snapshotDataDir: () => client.snapshotDataDir(),
     close: () => client.close(),
     killWorker: () => client.kill(),
   };

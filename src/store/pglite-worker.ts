@@ -7,6 +7,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
 import { createPlanCache } from './pglite-plans.js';
+import { snapshotPglite } from './pglite-snapshot.js';
 
 export type PgliteRequest = { id: number } & (
   | {
@@ -23,6 +24,7 @@ export type PgliteRequest = { id: number } & (
   | { op: 'end'; tx: number; commit: boolean }
   | { op: 'listen'; channel: string }
   | { op: 'unlisten'; channel: string }
+  | { op: 'snapshot' }
   | { op: 'close' }
 );
 
@@ -130,6 +132,8 @@ async function serve(): Promise<void> {
         unlisten.delete(request.channel);
         return null;
       }
+      case 'snapshot':
+        return snapshotPglite(db);
       case 'close':
         if (!db.closed) await db.close();
         return null;
@@ -138,7 +142,15 @@ async function serve(): Promise<void> {
 
   port.on('message', (request: PgliteRequest) => {
     handle(request).then(
-      (value) => port.postMessage({ id: request.id, ok: true, value } satisfies PgliteReply),
+      // A snapshot's bytes are handed over, not copied (a database may be hundreds of MB), when
+      // they fill their buffer alone (a small Buffer may share Node's pool with others).
+      (value) =>
+        port.postMessage(
+          { id: request.id, ok: true, value } satisfies PgliteReply,
+          value instanceof Uint8Array && value.byteLength === value.buffer.byteLength
+            ? [value.buffer as ArrayBuffer]
+            : [],
+        ),
       (err) => port.postMessage({ id: request.id, ok: false, error: plain(err) } satisfies PgliteReply),
     );
   });

@@ -48,8 +48,8 @@ export interface FamilyDeps {
   onMismatch: (network: string) => void;
 }
 
-export function evmClient(rpcUrls: string[]): PublicClient {
-  const transports = rpcUrls.map((url) => http(url, { timeout: 10_000, retryCount: 0 }));
+export function evmClient(rpcUrls: string[], timeoutMs = 10_000): PublicClient {
+  const transports = rpcUrls.map((url) => http(url, { timeout: timeoutMs, retryCount: 0 }));
   // cacheTime 0: viem would otherwise answer getBlockNumber from a 4 s cache, delaying every block.
   return createPublicClient({
     transport: transports.length === 1 ? transports[0]! : fallback(transports),

@@ -186,7 +186,8 @@ describe('the service as a new user runs it (embedded PGlite)', () => {
     const first = await startServiceProcess({ ...environment.env, LEDGERHOOK_MASTER_KEY: 'a'.repeat(64) });
     await first.stop();
     const wrong = await runCli(['serve'], { ...environment.env, LEDGERHOOK_MASTER_KEY: 'b'.repeat(64) });
-    expect(wrong.code).toBe(1);
+    // A configuration mistake: exit code 2.
+    expect(wrong.code).toBe(2);
     expect(meaningfulLines(wrong.stderr)).toHaveLength(1);
     expect(wrong.stderr).toContain('LEDGERHOOK_MASTER_KEY does not match this database');
   });
