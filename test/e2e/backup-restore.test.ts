@@ -24,6 +24,7 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { type Anvil, startAnvil } from '../../src/chains/evm/anvil.js';
 import { masterKeyId } from '../../src/secrets/envelope.js';
 import { BACKUP_FORMAT } from '../../src/store/backup.js';
+import { writeDevnetConfig } from '../helpers/anvil.js';
 import { TEST_SERVICE_ENV } from '../helpers/app.js';
 import { createTestEnvironment, type TestEnvironment } from '../helpers/env.js';
 import {
@@ -65,20 +66,10 @@ interface Chain {
 async function devnet(): Promise<Chain> {
   const anvil = await startAnvil();
   cleanups.push(() => anvil.stop());
-  const configFile = path.join(scratchDir(), 'ledgerhook.json');
-  fs.writeFileSync(
-    configFile,
-    JSON.stringify({
-      networks: {
-        DEVNET: {
-          family: 'evm',
-          chainId: anvil.chainId,
-          symbol: 'ETH',
-          rpc: [anvil.rpcUrl],
-          traces: 'parity',
-        },
-      },
-    }),
+  const configFile = writeDevnetConfig(
+    path.join(scratchDir(), 'ledgerhook.json'),
+    anvil.chainId,
+    anvil.rpcUrl,
   );
   return {
     anvil,

@@ -10,7 +10,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type Anvil, startAnvil } from '../../src/chains/evm/anvil.js';
-import { startRpcProxy } from '../helpers/anvil.js';
+import { startRpcProxy, writeDevnetConfig } from '../helpers/anvil.js';
 import { backends, createTestEnvironment, type TestEnvironment } from '../helpers/env.js';
 import { closedPort } from '../helpers/loopback-server.js';
 import { databaseUrlFor } from '../helpers/postgres.js';
@@ -30,22 +30,7 @@ let configFile: string;
 
 beforeAll(async () => {
   anvil = await startAnvil();
-  configFile = path.join(scratch, 'ledgerhook.json');
-  fs.writeFileSync(
-    configFile,
-    JSON.stringify({
-      networks: {
-        // parity traces, as --devnet uses on anvil (its callTracer can hang while it mines).
-        DEVNET: {
-          family: 'evm',
-          chainId: anvil.chainId,
-          symbol: 'ETH',
-          rpc: [anvil.rpcUrl],
-          traces: 'parity',
-        },
-      },
-    }),
-  );
+  configFile = writeDevnetConfig(path.join(scratch, 'ledgerhook.json'), anvil.chainId, anvil.rpcUrl);
 });
 afterAll(async () => {
   await anvil?.stop();

@@ -14,7 +14,13 @@ import { Webhook } from 'standardwebhooks';
 import { getAddress, type Hex, type PublicClient, parseEther, parseGwei } from 'viem';
 import { afterEach, describe, expect, test } from 'vitest';
 import { startAnvil } from '../../src/chains/evm/anvil.js';
-import { anvilClients, type DevWallet, type RpcProxy, startRpcProxy } from '../helpers/anvil.js';
+import {
+  anvilClients,
+  type DevWallet,
+  type RpcProxy,
+  startRpcProxy,
+  writeDevnetConfig,
+} from '../helpers/anvil.js';
 import { TEST_SERVICE_ENV } from '../helpers/app.js';
 import { backends, createTestEnvironment } from '../helpers/env.js';
 import { type ServiceProcess, startServiceProcess, waitFor } from '../helpers/process.js';
@@ -89,22 +95,7 @@ async function scene(backend: (typeof backends)[number]): Promise<Scene> {
 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledgerhook-devnet-'));
   cleanups.push(async () => fs.rmSync(dir, { recursive: true, force: true }));
-  const configFile = path.join(dir, 'ledgerhook.json');
-  fs.writeFileSync(
-    configFile,
-    JSON.stringify({
-      networks: {
-        // As --devnet configures it (anvil's debug_traceBlockByNumber can hang while blocks are mined).
-        DEVNET: {
-          family: 'evm',
-          chainId: anvil.chainId,
-          symbol: 'ETH',
-          rpc: [proxy.url],
-          traces: 'parity',
-        },
-      },
-    }),
-  );
+  const configFile = writeDevnetConfig(path.join(dir, 'ledgerhook.json'), anvil.chainId, proxy.url);
   const environment = await createTestEnvironment(backend);
   cleanups.push(() => environment.cleanup());
   const receiver = await startReceiver();

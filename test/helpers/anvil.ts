@@ -213,3 +213,18 @@ export async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
       }),
   };
 }
+
+/**
+ * Writes a LEDGERHOOK_CONFIG file whose one network, DEVNET, is an anvil chain reached at `rpc`,
+ * as `--devnet` configures it (parity traces: anvil's callTracer can hang while it mines).
+ */
+export function writeDevnetConfig(
+  file: string,
+  chainId: number,
+  rpc: string,
+  more: Record<string, unknown> = {},
+): string {
+  const devnet = { family: 'evm', chainId, symbol: 'ETH', rpc: [rpc], traces: 'parity', ...more };
+  fs.writeFileSync(file, JSON.stringify({ networks: { DEVNET: devnet } }));
+  return file;
+}
