@@ -56,7 +56,7 @@ async function devnet(): Promise<Chain> {
   return {
     anvil,
     configFile,
-    client: createPublicClient({ transport: http(anvil.rpcUrl), pollingInterval: 50 }),
+    client: createPublicClient({ transport: http(anvil.rpcUrl), pollingInterval: 50, cacheTime: 0 }),
     wallet: createWalletClient({
       account: privateKeyToAccount(anvil.accounts[0]!.privateKey),
       transport: http(anvil.rpcUrl),

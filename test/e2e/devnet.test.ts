@@ -71,7 +71,12 @@ describe('ledgerhook serve --devnet (a real process, its anvil and a receiver on
       nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
       rpcUrls: { default: { http: [rpcUrl!] } },
     });
-    const publicClient = createPublicClient({ chain, transport: http(rpcUrl), pollingInterval: 50 });
+    const publicClient = createPublicClient({
+      chain,
+      transport: http(rpcUrl),
+      pollingInterval: 50,
+      cacheTime: 0,
+    });
     for (const { address, key } of printed) {
       expect(privateKeyToAccount(key).address).toBe(address);
       expect(await publicClient.getBalance({ address })).toBe(parseEther('10000'));

@@ -91,7 +91,12 @@ export const WALLET_TIMEOUT_MS = 60_000;
 
 export function anvilClients(anvil: Anvil, rpcUrl = anvil.rpcUrl): AnvilClients {
   const chain = anvilChain(anvil);
-  const publicClient = createPublicClient({ chain, transport: httpTransport(rpcUrl), pollingInterval: 50 });
+  const publicClient = createPublicClient({
+    chain,
+    transport: httpTransport(rpcUrl),
+    pollingInterval: 50,
+    cacheTime: 0,
+  });
   const wallets = anvil.accounts.map((a) =>
     createWalletClient({
       account: privateKeyToAccount(a.privateKey),

@@ -158,8 +158,10 @@ export async function startDevnet(backend: Backend, options: DevnetOptions = {})
       { alwaysFollow: ['DEVNET'], ...(options.logger ? { logger: options.logger } : {}) },
     );
     cleanups.push(() => t.close());
-    // viem polls for receipts every 4 s by default; anvil mines at once.
-    const chain = createPublicClient({ transport: http(anvil.rpcUrl), pollingInterval: 50 });
+    // viem polls for receipts every 4 s by default; anvil mines at once. Without cacheTime 0 viem
+    // answers getBlockNumber from a cache as old as the polling interval, so a test reading the head
+    // just after a block was mined could see the one before (evm-event-backfill failed 1 run in 4).
+    const chain = createPublicClient({ transport: http(anvil.rpcUrl), pollingInterval: 50, cacheTime: 0 });
     const wallets = anvil.accounts.slice(0, 5).map((account) =>
       createWalletClient({
         account: privateKeyToAccount(account.privateKey),
