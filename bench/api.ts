@@ -105,6 +105,8 @@ function readOptions(): Options {
 interface Target {
   label: string;
   url: string;
+  /** Each request takes one of these paths at random instead of `url`'s (the same server). */
+  paths?: readonly string[];
   method?: 'GET' | 'POST';
   headers?: Record<string, string>;
   body?: string;
@@ -219,12 +221,25 @@ async function measure(
   server: Server,
   hooks: MeasureHooks = {},
 ): Promise<Row> {
+  const { paths } = target;
   const load = {
     url: target.url,
     method: target.method ?? 'GET',
     connections: options.connections,
     headers: target.headers ?? {},
     ...(target.body !== undefined ? { body: target.body } : {}),
+    ...(paths
+      ? {
+          requests: [
+            {
+              setupRequest: (request: autocannon.Request) => ({
+                ...request,
+                path: paths[Math.floor(Math.random() * paths.length)]!,
+              }),
+            },
+          ],
+        }
+      : {}),
   };
   const warmupResponses = await warmUp(load, target.label, options, hooks);
   process.stdout.write(
@@ -478,6 +493,43 @@ function createTarget(lh: Ledgerhook, label: string): Target {
   };
 }
 
+/** Registries read at random by the second get pass: too many for the row cache to answer most reads. */
+const MANY_REGISTRIES = 20_000;
+
+/**
+ * The ids of `count` of the account's registries: those the create runs made (listed, newest
+ * first), and more created, 32 at a time, if they made fewer.
+ */
+async function registryIds(lh: Ledgerhook, count: number): Promise<string[]> {
+  process.stdout.write(`  ${grouped(count)} registries to read at random: listing`);
+  const ids: string[] = [];
+  let cursor: string | null = null;
+  do {
+    const page: { data: { id: string }[]; next_cursor: string | null } = await getJson<{
+      data: { id: string }[];
+      next_cursor: string | null;
+    }>(lh, `/api/v1/registry?limit=100${cursor ? `&cursor=${cursor}` : ''}`);
+    ids.push(...page.data.map((r) => r.id));
+    cursor = page.next_cursor;
+  } while (cursor && ids.length < count);
+  const missing = count - ids.length;
+  if (missing > 0) {
+    process.stdout.write(`, creating ${grouped(missing)}`);
+    const create = createTarget(lh, 'seed');
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 32 }, async () => {
+        while (next < missing) {
+          next++;
+          ids.push((JSON.parse(await preflight(create)) as { data: { id: string } }).data.id);
+        }
+      }),
+    );
+  }
+  process.stdout.write('\n');
+  return ids.slice(0, count);
+}
+
 /**
  * A final transaction on the chain to look up: a transfer between two dev accounts, buried under
  * more blocks than the EVM lookup's finality depth (64), so the first lookup caches it.
@@ -520,7 +572,7 @@ async function benchLedgerhook<T>(
     const create = createTarget(lh, 'registry create (before)');
     const created = JSON.parse(await preflight(create)) as { data: { id: string } };
     const get: Target = {
-      label: 'registry get',
+      label: 'registry get (one, cached)',
       url: `${lh.base}/api/v1/registry/${created.data.id}`,
       headers: lh.auth,
       expectStatus: 200,
@@ -546,11 +598,18 @@ async function benchLedgerhook<T>(
       options.anchoring ? { warmup: createWarmup } : {},
     );
     const getRow = await measure(get, options, lh.server);
+    const manyIds = await registryIds(lh, MANY_REGISTRIES);
+    const getMany: Target = {
+      ...get,
+      label: `registry get (${grouped(MANY_REGISTRIES)} at random)`,
+      paths: manyIds.map((id) => `/api/v1/registry/${id}`),
+    };
+    const getManyRow = await measure(getMany, options, lh.server);
     const lookupRow = await measure(lookup, options, lh.server);
     const result = await between(createBefore.warmupResponses);
     const createAfter = await measure({ ...create, label: 'registry create (after)' }, options, lh.server);
     return {
-      rows: [combine('registry create', createBefore, createAfter), getRow, lookupRow],
+      rows: [combine('registry create', createBefore, createAfter), getRow, getManyRow, lookupRow],
       createBefore,
       createAfter,
       backend: lh.backend,

@@ -16,6 +16,16 @@ declare module 'autocannon' {
       /** Seconds before a request counts as a timeout. */
       timeout?: number;
       pipelining?: number;
+      /** Requests sent in turn by each connection; `setupRequest` may change one before it is sent. */
+      requests?: { setupRequest?: (request: Request) => Request }[];
+    }
+
+    /** A request as `setupRequest` sees it (the options' fields, and the path). */
+    interface Request {
+      method?: string;
+      path?: string;
+      headers?: Record<string, string>;
+      body?: string;
     }
 
     interface Stats {
