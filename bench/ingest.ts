@@ -116,7 +116,13 @@ interface FollowedOptions {
 /** A node's URL as printed: its origin only (a path or query may hold an API key). */
 const redactUrl = (url: string) => new URL(url).origin;
 
-const PASSES = ['evm', 'evm-events', 'bitcoin', 'algorand', 'solana'] as const;
+const PASSES = ['evm', 'evm-hits', 'evm-events', 'bitcoin', 'algorand', 'solana'] as const;
+
+/**
+ * The evm-hits pass: blocks full of hits (issue 33), the reference chain's shape with every
+ * transfer notified: 2,000 blocks of 20 transfers (10 native, 10 ERC-20), each to a watched address.
+ */
+const FULL_HITS = { blocks: 2_000, transfersPerBlock: 20, hitRate: 1 } as const;
 type Pass = (typeof PASSES)[number];
 
 function followedOptions(values: {
@@ -177,7 +183,9 @@ function readOptions(): Options {
         '  --hit-rate R             share of transfers to a watched address, notified (BENCH_HIT_RATE, default 0.01)',
         '  --backends LIST          pglite,postgres (BENCH_BACKENDS; default pglite, plus postgres with DATABASE_URL)',
         '  --log-level L            level of the follower logger (BENCH_LOG_LEVEL, default warn)',
-        '  --passes LIST            evm,evm-events,bitcoin,algorand,solana (BENCH_PASSES, default all)',
+        '  --passes LIST            evm,evm-hits,evm-events,bitcoin,algorand,solana (BENCH_PASSES, default all);',
+        '                           evm-hits is 2,000 blocks of 20 transfers, every one notified (--blocks,',
+        '                           --transfers-per-block and --hit-rate do not apply to it)',
         '  --event-subscriptions N  evm-events: contract event subscriptions applied (BENCH_EVENT_SUBSCRIPTIONS,',
         '                           default 10000)',
         '  --event-hit-rates LIST   evm-events: one case per share of followed logs made to match a subscription',
@@ -1140,6 +1148,12 @@ async function main(): Promise<void> {
   if (options.serveChain) return serveChain(options, options.serveChain);
   if (options.followed) return rangePass(options, options.followed);
   if (options.passes.includes('evm')) await evmPass(options);
+  if (options.passes.includes('evm-hits')) {
+    process.stdout.write(
+      `evm-hits: ${grouped(FULL_HITS.blocks)} blocks of ${FULL_HITS.transfersPerBlock} transfers, every one to a watched address\n`,
+    );
+    await evmPass({ ...options, ...FULL_HITS });
+  }
   if (options.passes.includes('evm-events'))
     process.stdout.write(`${(await evmEventsPass(options)).join('\n')}\n`);
   if (options.passes.includes('bitcoin'))
