@@ -10,22 +10,10 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { PGlite } from '@electric-sql/pglite';
 import { Webhook } from 'standardwebhooks';
-import {
-  createPublicClient,
-  createWalletClient,
-  type Hex,
-  http,
-  type PublicClient,
-  parseEther,
-  type WalletClient,
-} from 'viem';
-import { privateKeyToAccount } from 'viem/accounts';
+import { type Hex, parseEther } from 'viem';
 import { afterAll, describe, expect, test } from 'vitest';
-import { type Anvil, startAnvil } from '../../src/chains/evm/anvil.js';
 import { masterKeyId } from '../../src/secrets/envelope.js';
 import { BACKUP_FORMAT } from '../../src/store/backup.js';
-import { writeDevnetConfig } from '../helpers/anvil.js';
-import { TEST_SERVICE_ENV } from '../helpers/app.js';
 import { createTestEnvironment, type TestEnvironment } from '../helpers/env.js';
 import {
   type CliResult,
@@ -35,6 +23,7 @@ import {
   startServiceProcess,
   waitFor,
 } from '../helpers/process.js';
+import { type ProcessChain, processServiceEnv, startProcessChain } from '../helpers/process-chain.js';
 import { type ReceivedRequest, type Receiver, startReceiver } from '../helpers/receiver.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -55,49 +44,11 @@ async function environment(): Promise<TestEnvironment> {
   return created;
 }
 
-interface Chain {
-  anvil: Anvil;
-  client: PublicClient;
-  wallet: WalletClient;
-  configFile: string;
-}
-
 /** An anvil chain of the test's own, configured as network DEVNET: it keeps running while services come and go. */
-async function devnet(): Promise<Chain> {
-  const anvil = await startAnvil();
-  cleanups.push(() => anvil.stop());
-  const configFile = writeDevnetConfig(
-    path.join(scratchDir(), 'ledgerhook.json'),
-    anvil.chainId,
-    anvil.rpcUrl,
-  );
-  return {
-    anvil,
-    configFile,
-    client: createPublicClient({ transport: http(anvil.rpcUrl), pollingInterval: 50, cacheTime: 0 }),
-    wallet: createWalletClient({
-      account: privateKeyToAccount(anvil.accounts[0]!.privateKey),
-      transport: http(anvil.rpcUrl),
-    }),
-  };
-}
+const devnet = () => startProcessChain(scratchDir(), (cleanup) => cleanups.push(cleanup));
 
-function serviceEnv(
-  dataDir: string,
-  chain: Chain,
-  extra: Record<string, string> = {},
-): Record<string, string> {
-  const { PORT: _port, LOG_LEVEL: _level, ...delivery } = TEST_SERVICE_ENV;
-  return {
-    ...delivery,
-    LEDGERHOOK_DATA_DIR: dataDir,
-    LOG_LEVEL: 'info',
-    LEDGERHOOK_CONFIG: chain.configFile,
-    LEDGERHOOK_WATCH_POLL_INTERVAL: '50ms',
-    LEDGERHOOK_ROLES: 'all',
-    ...extra,
-  };
-}
+const serviceEnv = (dataDir: string, chain: ProcessChain, extra: Record<string, string> = {}) =>
+  processServiceEnv({ LEDGERHOOK_DATA_DIR: dataDir }, chain, extra);
 
 async function start(env: Record<string, string>): Promise<ServiceProcess> {
   const service = await startServiceProcess(env);
@@ -175,7 +126,7 @@ function delivered(receiver: Receiver, secret: string): Delivered[] {
 }
 
 /** Every transfer to `address` the chain holds from block `from` on, read from the chain itself. */
-async function transfersOnChain(chain: Chain, address: Hex, from: bigint): Promise<Set<string>> {
+async function transfersOnChain(chain: ProcessChain, address: Hex, from: bigint): Promise<Set<string>> {
   const head = await chain.client.getBlockNumber();
   const hashes = new Set<string>();
   for (let n = from; n <= head; n++) {

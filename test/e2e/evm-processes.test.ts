@@ -2,23 +2,12 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import {
-  createPublicClient,
-  createWalletClient,
-  type Hex,
-  http,
-  numberToHex,
-  type PublicClient,
-  parseEther,
-  type WalletClient,
-} from 'viem';
-import { privateKeyToAccount } from 'viem/accounts';
+import { type Hex, numberToHex, parseEther } from 'viem';
 import { afterAll, describe, expect, test } from 'vitest';
-import { type Anvil, startAnvil } from '../../src/chains/evm/anvil.js';
 import { artifact, startRpcProxy } from '../helpers/anvil.js';
-import { TEST_SERVICE_ENV } from '../helpers/app.js';
 import { backends, createTestEnvironment, type TestEnvironment } from '../helpers/env.js';
 import { type ServiceProcess, startServiceProcess, waitFor } from '../helpers/process.js';
+import { type ProcessChain, processServiceEnv, startProcessChain } from '../helpers/process-chain.js';
 import { type Receiver, startReceiver } from '../helpers/receiver.js';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -26,48 +15,17 @@ afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
 });
 
-interface Chain {
-  anvil: Anvil;
-  client: PublicClient;
-  wallet: WalletClient;
-  configFile: string;
-}
-
-async function devnet(): Promise<Chain> {
-  const anvil = await startAnvil();
-  cleanups.push(() => anvil.stop());
+async function devnet(): Promise<ProcessChain> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledgerhook-devnet-'));
   cleanups.push(async () => fs.rmSync(dir, { recursive: true, force: true }));
-  const configFile = path.join(dir, 'ledgerhook.json');
-  fs.writeFileSync(
-    configFile,
-    JSON.stringify({
-      networks: { DEVNET: { family: 'evm', chainId: anvil.chainId, symbol: 'ETH', rpc: [anvil.rpcUrl] } },
-    }),
-  );
-  return {
-    anvil,
-    configFile,
-    client: createPublicClient({ transport: http(anvil.rpcUrl), pollingInterval: 50, cacheTime: 0 }),
-    wallet: createWalletClient({
-      account: privateKeyToAccount(anvil.accounts[0]!.privateKey),
-      transport: http(anvil.rpcUrl),
-    }),
-  };
+  return startProcessChain(dir, (cleanup) => cleanups.push(cleanup));
 }
 
-function serviceEnv(environment: TestEnvironment, chain: Chain, extra: Record<string, string> = {}) {
-  const { PORT: _port, LOG_LEVEL: _level, ...delivery } = TEST_SERVICE_ENV;
-  return {
-    ...environment.env,
-    ...delivery,
-    LOG_LEVEL: 'info',
-    LEDGERHOOK_CONFIG: chain.configFile,
-    LEDGERHOOK_WATCH_POLL_INTERVAL: '50ms',
-    LEDGERHOOK_ROLES: 'all',
-    ...extra,
-  };
-}
+const serviceEnv = (
+  environment: TestEnvironment,
+  chain: Pick<ProcessChain, 'configFile'>,
+  extra: Record<string, string> = {},
+) => processServiceEnv(environment.env, chain, extra);
 
 async function start(env: Record<string, string>): Promise<ServiceProcess> {
   const service = await startServiceProcess(env);
@@ -104,7 +62,7 @@ async function subscribe(
 }
 
 /** Sends `count` transfers to `to`, `perBlock` of them in each mined block. */
-async function transfers(chain: Chain, to: Hex, count: number, perBlock: number): Promise<Hex[]> {
+async function transfers(chain: ProcessChain, to: Hex, count: number, perBlock: number): Promise<Hex[]> {
   const hashes: Hex[] = [];
   await chain.client.request({ method: 'evm_setAutomine' as never, params: [false] as never });
   for (let sent = 0; sent < count; sent += perBlock) {
