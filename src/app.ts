@@ -560,6 +560,7 @@ function startWatching(deps: {
     listen: (channel, onNotify) => store.listen(channel, onNotify),
     risk,
     origin,
+    handoff: parts.dispatcher?.handoff,
   });
   parts.watcher = watcher;
   steps.push({ name: 'chain watchers', stop: () => watcher.stop() });

@@ -108,7 +108,24 @@ export function createDispatchLoop(
     running = true;
   }
 
-  return { inflight, loop, startClaiming, stopClaiming, wake };
+  /** Rows a claim could take now: free slots and read-ahead (0 once shutdown began). */
+  function room(): number {
+    return running ? Math.max(0, concurrency + readAhead - inflight.size - ready.length) : 0;
+  }
+
+  /**
+   * Jobs claimed by a producer of this process in its own transaction (outbox.ts, OutboxHandoff),
+   * started as slots are free, as the loop's claims are. False when shutdown has begun: none is
+   * taken, and the caller releases them.
+   */
+  function accept(jobs: readonly Job[], claimedAt: number): boolean {
+    if (!running) return false;
+    for (const job of jobs) ready.push({ job, claimedAt });
+    startReady();
+    return true;
+  }
+
+  return { inflight, loop, startClaiming, stopClaiming, wake, room, accept };
 }
 
 export type DispatchLoop = ReturnType<typeof createDispatchLoop>;

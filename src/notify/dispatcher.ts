@@ -4,11 +4,19 @@
  * claimer.ts), the credentials cache (credentials.ts), the sender (sender.ts), the recorder
  * (recorder.ts) and the loop that drives them (dispatch-loop.ts). This file owns the lifecycle.
  */
+
+import { sql } from 'drizzle-orm';
 import { createClaimer } from './claimer.js';
-import { createCredentials } from './credentials.js';
-import { type DispatcherOptions, dispatchContext } from './dispatch-context.js';
-import { createDispatchLoop } from './dispatch-loop.js';
-import { OUTBOX_CHANNEL } from './outbox.js';
+import { type CredentialCache, createCredentials } from './credentials.js';
+import {
+  type DispatchContext,
+  type DispatcherOptions,
+  dispatchContext,
+  type Job,
+  list,
+} from './dispatch-context.js';
+import { createDispatchLoop, type DispatchLoop } from './dispatch-loop.js';
+import { CLAIMED_PAYLOAD, OUTBOX_CHANNEL, type OutboxHandoff } from './outbox.js';
 import { createRecorder } from './recorder.js';
 import { createSender } from './sender.js';
 
@@ -22,7 +30,9 @@ export function createDispatcher(options: DispatcherOptions) {
   const claimer = createClaimer(ctx, credentials);
   const recorder = createRecorder(ctx);
   const sender = createSender(ctx, credentials, recorder);
-  const { inflight, loop, startClaiming, stopClaiming, wake } = createDispatchLoop(ctx, claimer, sender);
+  const dispatchLoop = createDispatchLoop(ctx, claimer, sender);
+  const { inflight, loop, startClaiming, stopClaiming, wake } = dispatchLoop;
+  const handoff = createHandoff(ctx, credentials, dispatchLoop);
 
   let startedOnce = false;
   let stopping: Promise<void> | undefined;
@@ -39,7 +49,10 @@ export function createDispatcher(options: DispatcherOptions) {
       if (options.releaseAllClaimsOnStart) {
         await claimer.releaseAllClaims();
       }
-      unlisten = await store.listen(OUTBOX_CHANNEL, wake);
+      // Rows inserted claimed by a producer (handoff) are already on their way: no claim to make.
+      unlisten = await store.listen(OUTBOX_CHANNEL, (payload) => {
+        if (payload !== CLAIMED_PAYLOAD) wake();
+      });
       loopDone = loop();
     },
     /** Nudges the loop, e.g. after this process enqueued something. */
@@ -71,9 +84,64 @@ export function createDispatcher(options: DispatcherOptions) {
       })();
       return stopping;
     },
+    /** For a producer in this process: its new rows, claimed as it inserts them (OutboxHandoff). */
+    handoff,
     /** Notifications in flight in this process. */
     inflightCount: () => inflight.size,
   };
 }
 
 export type NotificationDispatcher = ReturnType<typeof createDispatcher>;
+
+/**
+ * The dispatcher's side of OutboxHandoff (outbox.ts): what a producer in this process may claim
+ * (the room in the slots and read-ahead), and the rows it claimed, started as the loop's claims
+ * are. A block's notification then leaves without the NOTIFY's trip and a claim query
+ * (bench/README.md, "Issue 33: latency").
+ */
+function createHandoff(
+  ctx: DispatchContext,
+  { loadCredentials }: CredentialCache,
+  { room, accept }: Pick<DispatchLoop, 'room' | 'accept'>,
+): OutboxHandoff {
+  const { db, workerId, leaseMs, now, log } = ctx;
+
+  /** Rows claimed for a dispatcher that stopped meanwhile go back to the claims at once. */
+  function release(ids: string[]): void {
+    db.execute(
+      sql`UPDATE notifications SET locked_by = NULL, locked_until = NULL
+          WHERE id = ANY(${list(ids)}::uuid[]) AND locked_by = ${workerId}`,
+    ).catch((err) => log.warn({ err }, 'could not release handed-over notifications; their lease will'));
+  }
+
+  return {
+    claim() {
+      const limit = room();
+      return limit > 0 ? { workerId, leaseMs, limit, claimedAt: now() } : undefined;
+    },
+    accept(claim, rows) {
+      if (rows.length === 0) return;
+      const jobs: Job[] = rows.map((r) => ({
+        id: r.notification.id,
+        subscriptionId: r.notification.subscriptionId,
+        eventType: r.notification.eventType,
+        body: r.notification.body,
+        attempts: 0,
+        scheduleStep: 0,
+        armedBy: r.notification.armedBy ?? 'created',
+        url: r.url,
+        ack: r.ack,
+        credentialsVersion: r.credentialsVersion,
+        subscriptionStatus: r.subscriptionStatus,
+        subscriptionDeleted: r.subscriptionDeleted,
+      }));
+      loadCredentials(jobs).then(
+        () => {
+          if (!accept(jobs, claim.claimedAt)) release(jobs.map((j) => j.id));
+        },
+        // As a failed claim: the rows wait for their lease, then any dispatcher sends them.
+        (err) => log.error({ err }, 'loading the credentials of handed-over notifications failed'),
+      );
+    },
+  };
+}

@@ -74,15 +74,89 @@ export async function enqueueNotifications(
   items: NewNotification[],
   now: Date = new Date(),
 ): Promise<string[]> {
-  if (items.length === 0) return [];
+  return (await enqueueAndClaim(tx, items, undefined, now)).inserted;
+}
+
+/**
+ * A dispatcher in the producer's own process, which takes the new rows without a claim query: the
+ * producer inserts them already claimed under the dispatcher's lease, and hands them over once its
+ * transaction commits. Rows the dispatcher has no room for are left to claims, as are all of them
+ * when it takes none (`claim` undefined: shutting down, or full). A process that dies holding them
+ * leaves them to the lease, like any claim.
+ */
+export interface OutboxHandoff {
+  /** What the next transaction may claim, as of now (the lease's start). */
+  claim(): OutboxClaim | undefined;
+  /** After the commit: the rows claimed under `claim`, with their subscriptions. */
+  accept(claim: OutboxClaim, rows: ClaimedNotification[]): void;
+}
+
+export interface OutboxClaim {
+  workerId: string;
+  leaseMs: number;
+  /** Rows to claim at most, the first pending ones. */
+  limit: number;
+  /** When the lease starts, in the dispatcher's clock (before the transaction's own now()). */
+  claimedAt: number;
+}
+
+/** A notification inserted claimed, with what sending it needs of its subscription. */
+export interface ClaimedNotification {
+  notification: NewNotification;
+  url: string;
+  ack: string;
+  subscriptionStatus: string;
+  subscriptionDeleted: boolean;
+  credentialsVersion: string;
+}
+
+/** NOTIFY payload of rows inserted claimed: the feed's sequencer wakes, dispatchers need not. */
+export const CLAIMED_PAYLOAD = 'claimed';
+
+/** `enqueueNotifications`, inserting up to `claim.limit` pending rows claimed (OutboxHandoff). */
+export async function enqueueAndClaim(
+  tx: Db,
+  items: NewNotification[],
+  claim: OutboxClaim | undefined,
+  now: Date = new Date(),
+): Promise<{ inserted: string[]; claimed: ClaimedNotification[] }> {
   const inserted: string[] = [];
+  const claimed: ClaimedNotification[] = [];
+  let toClaim = claim?.limit ?? 0;
   for (let start = 0; start < items.length; start += ROWS_PER_INSERT) {
-    const rows = rowsOf<{ id: string }>(
-      await tx.execute(insertStatement(items.slice(start, start + ROWS_PER_INSERT), now)),
+    const chunk = items.slice(start, start + ROWS_PER_INSERT);
+    const claiming = chunk.map((n) => (n.state ?? 'pending') === 'pending' && toClaim-- > 0);
+    const anyClaimed = claim !== undefined && claiming.some(Boolean);
+    const rows = rowsOf<ClaimedRow>(
+      await tx.execute(insertStatement(chunk, now, anyClaimed ? { claim, claiming } : undefined)),
     );
-    for (const r of rows) inserted.push(r.id);
+    const byId = anyClaimed ? new Map(chunk.map((n) => [n.id, n])) : undefined;
+    for (const r of rows) {
+      inserted.push(r.id);
+      if (byId && r.url !== null && r.url !== undefined) claimed.push(claimedOf(byId.get(r.id)!, r));
+    }
   }
-  return inserted;
+  return { inserted, claimed };
+}
+
+interface ClaimedRow {
+  id: string;
+  url?: string | null;
+  ack?: string;
+  status?: string;
+  deleted?: boolean;
+  version?: number | string;
+}
+
+function claimedOf(notification: NewNotification, r: ClaimedRow): ClaimedNotification {
+  return {
+    notification,
+    url: r.url!,
+    ack: r.ack!,
+    subscriptionStatus: r.status!,
+    subscriptionDeleted: r.deleted === true,
+    credentialsVersion: String(r.version),
+  };
 }
 
 /**
@@ -91,35 +165,52 @@ export async function enqueueNotifications(
  * they are sent only then). Data-modifying WITH clauses always run to completion, so the queue's
  * insert happens though the outer query does not read it. A row that enters the queue wakes
  * dispatchers and the feed's sequencer at commit (a failed one, for a disabled subscription, is in
- * the feed too); PostgreSQL sends one NOTIFY per transaction however many rows ask.
+ * the feed too); PostgreSQL sends one NOTIFY per transaction and payload however many rows ask.
+ * With `claiming`, the rows marked are inserted under the claim's lease and come back with their
+ * subscription's sending details.
  */
-function insertStatement(items: readonly NewNotification[], now: Date) {
+function insertStatement(
+  items: readonly NewNotification[],
+  now: Date,
+  claiming?: { claim: OutboxClaim; claiming: boolean[] },
+) {
   const column = <T>(value: (n: NewNotification) => T) => sql.param(items.map(value));
   const at = now.toISOString();
+  const lockedBy = claiming ? sql`CASE WHEN claimed THEN ${claiming.claim.workerId} END` : sql`NULL`;
+  const lockedUntil = claiming
+    ? sql`CASE WHEN claimed THEN now() + ${claiming.claim.leaseMs} * interval '1 millisecond' END`
+    : sql`NULL::timestamptz`;
+  const result = claiming
+    ? sql`SELECT i.id, s.url, s.ack, s.status, s.deleted_at IS NOT NULL AS deleted, s.secret_version AS version,
+        CASE WHEN i.state <> 'held'
+          THEN pg_notify(${OUTBOX_CHANNEL}, CASE WHEN i.locked_by IS NULL THEN '' ELSE ${CLAIMED_PAYLOAD} END) END
+      FROM inserted i LEFT JOIN subscriptions s ON i.locked_by IS NOT NULL AND s.id = i.subscription_id`
+    : sql`SELECT id, CASE WHEN state <> 'held' THEN pg_notify(${OUTBOX_CHANNEL}, '') END FROM inserted`;
   return sql`
     WITH inserted AS (
       INSERT INTO notifications (id, account_id, subscription_id, event_type, body, dedupe_key, state,
-        armed_by, last_error, next_attempt_at, created_at, chain, block_number, block_hash, release_height)
+        armed_by, last_error, next_attempt_at, created_at, chain, block_number, block_hash, release_height,
+        locked_by, locked_until)
       SELECT id, account_id, subscription_id, event_type, body, dedupe_key, state, armed_by, last_error,
         CASE WHEN state = 'pending' THEN ${at}::timestamptz END, ${at}::timestamptz,
-        chain, block_number, block_hash, release_height
+        chain, block_number, block_hash, release_height, ${lockedBy}, ${lockedUntil}
       FROM unnest(${column((n) => n.id)}::uuid[], ${column((n) => n.accountId)}::uuid[],
         ${column((n) => n.subscriptionId)}::uuid[], ${column((n) => n.eventType)}::text[],
         ${column((n) => n.body)}::text[], ${column((n) => n.dedupeKey ?? null)}::text[],
         ${column((n) => n.state ?? 'pending')}::text[], ${column((n) => n.armedBy ?? 'created')}::text[],
         ${column((n) => n.lastError ?? null)}::text[], ${column((n) => n.chain ?? null)}::text[],
         ${column((n) => n.blockNumber ?? null)}::bigint[], ${column((n) => n.blockHash ?? null)}::text[],
-        ${column((n) => n.releaseHeight ?? null)}::bigint[])
+        ${column((n) => n.releaseHeight ?? null)}::bigint[], ${sql.param(claiming?.claiming ?? [])}::boolean[])
         AS r(id, account_id, subscription_id, event_type, body, dedupe_key, state, armed_by, last_error,
-          chain, block_number, block_hash, release_height)
+          chain, block_number, block_hash, release_height, claimed)
       ON CONFLICT (subscription_id, dedupe_key) DO NOTHING
-      RETURNING id, seq, state
+      RETURNING id, seq, state, locked_by, subscription_id
     ), queued AS (
       INSERT INTO feed_queue (notification_id, created_at, seq)
       SELECT id, ${at}::timestamptz, seq FROM inserted WHERE state <> 'held'
       ON CONFLICT DO NOTHING
     )
-    SELECT id, CASE WHEN state <> 'held' THEN pg_notify(${OUTBOX_CHANNEL}, '') END FROM inserted`;
+    ${result}`;
 }
 
 /**

@@ -4,7 +4,12 @@
  */
 import type { Logger } from 'pino';
 import type { ChainBlock } from '../chains/source.js';
-import { chainNotificationId, enqueueNotifications, type NewNotification } from '../notify/outbox.js';
+import {
+  chainNotificationId,
+  enqueueAndClaim,
+  type NewNotification,
+  type OutboxHandoff,
+} from '../notify/outbox.js';
 import type { Db } from '../store/db.js';
 import type { WatchedSubscription } from '../subscriptions/events.js';
 import type { ChainState } from './chain-state.js';
@@ -80,6 +85,7 @@ export function createBlockCommitter<Activity>(
   releaser: Releaser,
   log: Logger,
   settle?: BlockSettler<Activity>,
+  handoff?: OutboxHandoff,
 ) {
   /** The block's notifications: due at once, or held until the head is deep enough. */
   async function notificationsOf(block: ChainBlock<Activity>, head: number): Promise<NewNotification[]> {
@@ -98,13 +104,17 @@ export function createBlockCommitter<Activity>(
     const items: NewNotification[] = [];
     for (const block of blocks) items.push(...(await notificationsOf(block, head)));
     let settled: (() => void) | undefined;
+    // A dispatcher in this process takes the rows as they commit, without a claim of its own.
+    const claim = items.length > 0 ? handoff?.claim() : undefined;
+    let claimed: Awaited<ReturnType<typeof enqueueAndClaim>>['claimed'] = [];
     await db.transaction(async (tx) => {
-      await enqueueNotifications(tx, items);
+      ({ claimed } = await enqueueAndClaim(tx, items, claim));
       noteHeld(items);
       settled = await settle?.(tx, blocks);
       await state.advanceThrough(tx, blocks);
       await releaser.release(tx, head);
     });
+    if (claim) handoff!.accept(claim, claimed);
     settled?.();
     if (items.length > 0) {
       const through = blocks[blocks.length - 1]!.height;

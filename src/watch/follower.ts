@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Network } from '../chains/networks.js';
 import { isNodeError } from '../chains/node-errors.js';
 import type { BlockSource, SourceStatus } from '../chains/source.js';
+import type { OutboxHandoff } from '../notify/outbox.js';
 import { createSleeper } from '../shared/sleeper.js';
 import type { Db, HeldLock } from '../store/db.js';
 import { chainState } from './chain-state.js';
@@ -56,6 +57,8 @@ export interface FollowerDeps<Activity> {
   lockRetryMs?: number;
   /** What committed blocks settle besides their notifications (the pending lifecycle). */
   settle?: BlockSettler<Activity>;
+  /** The dispatcher of this process, if it has one: it takes the new rows as they commit. */
+  handoff?: OutboxHandoff;
   /**
    * Awaited each time this process takes the network's lead, before it follows (state another
    * process may have changed is read anew); a failure fails the round, and it is tried again.
@@ -93,7 +96,16 @@ export function createFollower<Activity>(deps: FollowerDeps<Activity>) {
   let loopDone: Promise<void> | undefined;
   let stopHeads: (() => void) | undefined;
 
-  const committer = createBlockCommitter(db, network.name, deps.match, state, releaser, log, deps.settle);
+  const committer = createBlockCommitter(
+    db,
+    network.name,
+    deps.match,
+    state,
+    releaser,
+    log,
+    deps.settle,
+    deps.handoff,
+  );
   const reorgs = createReorgHandler(db, network.name, source, state, log, committer);
   const catchUp = createCatchUp({
     db,

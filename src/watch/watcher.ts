@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Network, NetworkCatalog } from '../chains/networks.js';
 import type { BlockSource } from '../chains/source.js';
+import type { OutboxHandoff } from '../notify/outbox.js';
 import type { Db, Store } from '../store/db.js';
 import { SUBSCRIPTIONS_CHANNEL, type SubscriptionChange } from '../subscriptions/events.js';
 import type { AddressIndex } from './address-index.js';
@@ -43,6 +44,8 @@ export interface WatcherDeps {
   origin?: string;
   /** LEDGERHOOK_MEMPOOL_DROP_AFTER: a pending EVM transaction gone from the pool this long is withdrawn. */
   mempoolDropAfterMs?: number;
+  /** The dispatcher of this process (dispatcher role too): followers hand it their new rows. */
+  handoff?: OutboxHandoff;
 }
 
 /**
@@ -112,6 +115,7 @@ export function createWatcher(deps: WatcherDeps) {
       logger: deps.logger,
       pollIntervalMs: deps.pollIntervalMs,
       acquireLock: deps.tryLock ? () => deps.tryLock!(`follower:${network.name}`) : undefined,
+      handoff: deps.handoff,
       ...extra,
     });
     followers.set(network.name, follower);
