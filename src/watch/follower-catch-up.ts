@@ -42,10 +42,11 @@ export function createCatchUp<Activity>(deps: CatchUpDeps<Activity>): () => Prom
 
   /** Processes every block up to the node's head, reading ahead while it commits. */
   async function catchUp(): Promise<void> {
-    const tip = await source.tip();
+    // The node's head and our cursor at once: both are on the path from a block to its notification.
+    const [tip, cursor] = await Promise.all([source.tip(), state.cursor()]);
     const head = tip.height;
     status.head = head;
-    let at = (await state.cursor()) ?? (await initialise(tip));
+    let at = cursor ?? (await initialise(tip));
     if (await tipReplaced(tip, at)) at = await reorganise(at, head);
     const ahead = createReadAhead(source, deps.fetchAhead ?? 8);
     try {
