@@ -41,7 +41,7 @@ async function fetchAndParse(url: string): Promise<number> {
         SLOT,
         {
           encoding: 'jsonParsed',
-          transactionDetails: 'full',
+          transactionDetails: 'accounts',
           maxSupportedTransactionVersion: 0,
           rewards: false,
           commitment: 'confirmed',

@@ -38,6 +38,7 @@ import { algorandPass } from './ingest-algorand.js';
 import { bitcoinPass } from './ingest-bitcoin.js';
 import { evmEventsPass } from './ingest-evm-events.js';
 import { solanaPass } from './ingest-solana.js';
+import { solanaStreamPass } from './ingest-solana-stream.js';
 import {
   childPids,
   commCpuDelta,
@@ -101,6 +102,9 @@ interface Options {
   serveChain: string | undefined;
   /** How the traced passes read traces (internal transfers); off: no traced passes. */
   traces: BenchTraces;
+  /** The solana-stream pass: minutes streamed, and its random watched addresses. */
+  minutes: number;
+  streamWatched: number;
 }
 
 const BENCH_TRACES = ['debug', 'parity', 'off'] as const;
@@ -116,7 +120,9 @@ interface FollowedOptions {
 /** A node's URL as printed: its origin only (a path or query may hold an API key). */
 const redactUrl = (url: string) => new URL(url).origin;
 
-const PASSES = ['evm', 'evm-hits', 'evm-events', 'bitcoin', 'algorand', 'solana'] as const;
+const PASSES = ['evm', 'evm-hits', 'evm-events', 'bitcoin', 'algorand', 'solana', 'solana-stream'] as const;
+/** solana-stream runs for minutes: only when named. */
+const DEFAULT_PASSES = PASSES.filter((p) => p !== 'solana-stream');
 
 /**
  * The evm-hits pass: blocks full of hits (issue 33), the reference chain's shape with every
@@ -169,6 +175,7 @@ function readOptions(): Options {
       watch: { type: 'string' },
       'serve-chain': { type: 'string' },
       traces: { type: 'string' },
+      minutes: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -183,16 +190,21 @@ function readOptions(): Options {
         '  --hit-rate R             share of transfers to a watched address, notified (BENCH_HIT_RATE, default 0.01)',
         '  --backends LIST          pglite,postgres (BENCH_BACKENDS; default pglite, plus postgres with DATABASE_URL)',
         '  --log-level L            level of the follower logger (BENCH_LOG_LEVEL, default warn)',
-        '  --passes LIST            evm,evm-hits,evm-events,bitcoin,algorand,solana (BENCH_PASSES, default all);',
+        '  --passes LIST            evm,evm-hits,evm-events,bitcoin,algorand,solana,solana-stream (BENCH_PASSES,',
+        '                           default all but solana-stream, which runs only when named);',
         '                           evm-hits is 2,000 blocks of 20 transfers, every one notified (--blocks,',
         '                           --transfers-per-block and --hit-rate do not apply to it)',
+        '                           solana-stream: slots every 400 ms for --minutes, followed with --watched',
+        '                           random watched addresses (default 10000000 for it)',
         '  --event-subscriptions N  evm-events: contract event subscriptions applied (BENCH_EVENT_SUBSCRIPTIONS,',
         '                           default 10000)',
         '  --event-hit-rates LIST   evm-events: one case per share of followed logs made to match a subscription',
         '                           (BENCH_EVENT_HIT_RATES, default 0.01,0.1)',
         '  --match-samples N        evm-events: block matches timed per matcher and case (BENCH_MATCH_SAMPLES,',
         '                           default 3000)',
-        '  --profile DIR            write a CPU profile of each EVM pass and evm-events case of this process to DIR',
+        '  --minutes N              solana-stream: minutes of the stream (BENCH_MINUTES, default 5)',
+        '  --profile DIR            write a CPU profile of each EVM pass, evm-events case and solana-stream backend',
+        '                           of this process to DIR',
         '  --traces M               debug (callTracer, the default), parity (trace_block) or off: the EVM pass also',
         "                           runs the follower reading each block's traces, beside fetching block, receipts",
         '                           and traces 8 blocks in flight (BENCH_TRACES)',
@@ -222,7 +234,7 @@ function readOptions(): Options {
   }
   if (backends.includes('postgres') && !databaseUrl)
     throw new Error('the postgres backend needs DATABASE_URL');
-  const passes = (values.passes ?? process.env.BENCH_PASSES ?? PASSES.join(','))
+  const passes = (values.passes ?? process.env.BENCH_PASSES ?? DEFAULT_PASSES.join(','))
     .split(',')
     .map((p) => p.trim());
   for (const p of passes) {
@@ -259,6 +271,8 @@ function readOptions(): Options {
     followed: followedOptions(values),
     serveChain: values['serve-chain'],
     traces: traces as BenchTraces,
+    minutes: Math.floor(numberOption(values.minutes, 'BENCH_MINUTES', 5, 1)),
+    streamWatched: Math.floor(numberOption(values.watched, 'BENCH_WATCHED', 10_000_000, 0)),
   };
 }
 
@@ -1161,6 +1175,10 @@ async function main(): Promise<void> {
   if (options.passes.includes('algorand'))
     process.stdout.write(`${(await algorandPass(options)).join('\n')}\n`);
   if (options.passes.includes('solana')) process.stdout.write(`${(await solanaPass(options)).join('\n')}\n`);
+  if (options.passes.includes('solana-stream'))
+    process.stdout.write(
+      `${(await solanaStreamPass({ ...options, watched: options.streamWatched })).join('\n')}\n`,
+    );
   process.stdout.write('\n');
 }
 

@@ -1,8 +1,15 @@
 /**
  * A loopback Solana node of our own: a real HTTP server on 127.0.0.1 answering the JSON-RPC
- * methods the block source uses (`getSlot`, `getBlock` with `transactionDetails` full or none and
- * `rewards`, at `confirmed` or `finalized`), and a WebSocket endpoint on the same port for
+ * methods the block source uses (`getSlot`, `getBlock` with `transactionDetails` full, accounts or
+ * none and `rewards`, at `confirmed` or `finalized`), and a WebSocket endpoint on the same port for
  * `slotSubscribe`, over the slots it is given.
+ *
+ * `accounts` details are DERIVED from the held (full, jsonParsed) transactions as agave builds
+ * them (UiAccountsList and its simple meta): `transaction` is `{signatures, accountKeys}`, each key
+ * `{pubkey, writable, signer, source}` (`transaction` unless the held key says `lookupTable`);
+ * `meta` keeps err, status, fee, the balances and token balances (and `rewards` when asked), and
+ * drops instructions, logs, loaded addresses, return data and compute units; `version` is kept.
+ * The shape is that of the solana.com example answer quoted in src/chains/solana/activity.test.ts.
  *
  * Slots are the recorded mainnet blocks (test/fixtures/chains/solana/blocks) or ASSEMBLED ones
  * (see that folder's README): real transactions of the recorded blocks in blocks of our own,
@@ -110,6 +117,35 @@ export interface SolanaNode extends RestartableNode {
   subscribers(): number;
 }
 
+/** A held transaction as `transactionDetails: "accounts"` shows it (see the top of this file). */
+function accountsEntry(entry: Json, rewards: boolean): Json {
+  const transaction = entry.transaction as Json;
+  const keys = (transaction.message as Json).accountKeys as Json[];
+  const meta = entry.meta as Json | null;
+  return {
+    transaction: {
+      signatures: transaction.signatures,
+      accountKeys: keys.map((key) => ({
+        pubkey: key.pubkey,
+        writable: key.writable,
+        signer: key.signer,
+        source: key.source ?? 'transaction',
+      })),
+    },
+    meta: meta && {
+      err: meta.err ?? null,
+      status: meta.status,
+      fee: meta.fee,
+      preBalances: meta.preBalances,
+      postBalances: meta.postBalances,
+      preTokenBalances: meta.preTokenBalances ?? null,
+      postTokenBalances: meta.postTokenBalances ?? null,
+      ...(rewards ? { rewards: meta.rewards ?? null } : {}),
+    },
+    ...(entry.version === undefined ? {} : { version: entry.version }),
+  };
+}
+
 interface RpcError {
   code: number;
   message: string;
@@ -124,13 +160,23 @@ export async function startSolanaNode(): Promise<SolanaNode> {
   let first = 0;
   let finalized = -1;
   let failures = { count: 0, status: 500 };
+  /** Per block and options, its answer without `transactions`. */
   const serialized = new WeakMap<Json, Map<string, string>>();
+  /**
+   * Per list of transactions, its text. Assembled blocks may share one list (a stream of blocks
+   * reusing recorded transactions): it is serialised once, and an answer holds no text of its own
+   * once sent, so a node serving thousands of such blocks keeps a few megabytes, not gigabytes.
+   */
+  const transactionTexts = new WeakMap<object, Map<string, string>>();
   const subscriptions = new Set<WebSocket>();
   let nextSubscription = 1;
 
-  /** A block as `getBlock` answers it for these options, serialised once per block and options. */
+  /**
+   * A block as `getBlock` answers it for these options: the rest serialised once per block and
+   * options, the transactions once per list, joined (as the last key) for each answer.
+   */
   function blockText(block: Json, details: string, rewards: boolean): string {
-    const key = `${details} ${rewards}`;
+    const key = String(rewards);
     let forBlock = serialized.get(block);
     if (!forBlock) {
       forBlock = new Map();
@@ -138,14 +184,27 @@ export async function startSolanaNode(): Promise<SolanaNode> {
     }
     let text = forBlock.get(key);
     if (text === undefined) {
-      const { transactions, rewards: blockRewards, ...header } = block;
+      const { transactions: _, rewards: blockRewards, ...header } = block;
       const shown: Json = { ...header };
       if (rewards) shown.rewards = blockRewards;
-      if (details === 'full') shown.transactions = transactions;
       text = stringify(shown) ?? 'null';
       forBlock.set(key, text);
     }
-    return text;
+    const transactions = block.transactions as Json[] | undefined;
+    if ((details !== 'full' && details !== 'accounts') || transactions === undefined) return text;
+    let forList = transactionTexts.get(transactions);
+    if (!forList) {
+      forList = new Map();
+      transactionTexts.set(transactions, forList);
+    }
+    const listKey = `${details} ${rewards}`;
+    let list = forList.get(listKey);
+    if (list === undefined) {
+      const shown = details === 'full' ? transactions : transactions.map((t) => accountsEntry(t, rewards));
+      list = stringify(shown) ?? 'null';
+      forList.set(listKey, list);
+    }
+    return `${text === '{}' ? '{' : `${text.slice(0, -1)},`}"transactions":${list}}`;
   }
 
   function getBlock(params: unknown[]): { result?: string; error?: RpcError } {

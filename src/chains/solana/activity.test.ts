@@ -241,6 +241,10 @@ describe('versioned transactions and loaded addresses', () => {
     expect(lines(solanaChanges(tx))).toEqual(expected);
   });
 
+  it('with transactionDetails "accounts" the keys are on the transaction, as the guide answers it', () => {
+    expect(lines(solanaChanges(solanaTransactionFromJson(GUIDE_V0)))).toEqual(expected);
+  });
+
   it('CONSTRUCTED: the json encoding (static keys as strings) takes the loaded addresses from meta, writable first', () => {
     const { signatures } = GUIDE_V0.transaction;
     const tx = solanaTransactionFromJson({

@@ -1,8 +1,8 @@
 /**
  * What a Solana block does, as the follower's activity: its transactions, each reduced to the
  * balances it changed, and the arithmetic a notification needs (DESIGN §6, §8). No I/O here:
- * source.ts reads `getBlock` answers in `jsonParsed` encoding and hands each transaction to
- * `solanaTransactionFromJson`.
+ * source.ts reads `getBlock` answers in `jsonParsed` encoding with `accounts` transaction details
+ * and hands each transaction to `solanaTransactionFromJson`.
  *
  * The rules, per successful transaction (`meta.err` null; a failed one changes only its fee and
  * notifies nothing):
@@ -161,12 +161,18 @@ const tokenBalances = (value: unknown): SolanaTokenBalance[] =>
   // Nodes before token balances were recorded answer null.
   value === null || value === undefined ? [] : list(value, 'token balances').map(tokenBalance);
 
-/** One entry of a `jsonParsed` getBlock's `transactions` (or a getTransaction result). */
+/**
+ * One entry of a `jsonParsed` getBlock's `transactions` (or a getTransaction result): with full
+ * transaction details the keys are the message's; with `accounts` details (what the block source
+ * asks for) there is no message and the transaction carries them, lookup-table ones included.
+ */
 export function solanaTransactionFromJson(entry: unknown): SolanaTransaction {
   if (!isObject(entry) || !isObject(entry.transaction) || !isObject(entry.meta))
     throw new MalformedSolanaTransaction('a transaction without transaction or meta');
   const { transaction, meta } = entry;
-  if (!isObject(transaction.message)) throw new MalformedSolanaTransaction('a transaction without message');
+  const keys = isObject(transaction.message) ? transaction.message : transaction;
+  if (keys.accountKeys === undefined)
+    throw new MalformedSolanaTransaction('a transaction without message or accountKeys');
   const signature = text(list(transaction.signatures, 'signatures')[0], 'the first signature');
   const preBalances = list(meta.preBalances, 'preBalances').map((b) => integer(b, 'a balance'));
   const postBalances = list(meta.postBalances, 'postBalances').map((b) => integer(b, 'a balance'));
@@ -176,7 +182,7 @@ export function solanaTransactionFromJson(entry: unknown): SolanaTransaction {
     signature,
     failed: meta.err !== null && meta.err !== undefined,
     fee: integer(meta.fee, 'fee'),
-    accounts: accountsOf(transaction.message, meta, preBalances.length),
+    accounts: accountsOf(keys, meta, preBalances.length),
     preBalances,
     postBalances,
     preTokenBalances: tokenBalances(meta.preTokenBalances),

@@ -24,7 +24,7 @@ import {
 } from '../../../test/helpers/solana-node.js';
 import { UpstreamUnavailableError } from '../../errors.js';
 import { solanaChanges } from './activity.js';
-import { createSolanaSource } from './source.js';
+import { createSolanaSource, solanaActivityFromBlock } from './source.js';
 
 const R = SLOT;
 const RECORDED_HASH = SLOT_HASH;
@@ -70,14 +70,16 @@ describe('reading blocks', () => {
           (t) => t.transaction.signatures[0],
         ),
       );
-      // What was asked: jsonParsed, full details, v0 transactions, no rewards, at `confirmed`.
+      // `accounts` details carry all the activity needs: the same as from the recorded full answer.
+      expect(block!.activity).toEqual(solanaActivityFromBlock(recorded));
+      // What was asked: jsonParsed, accounts details, v0 transactions, no rewards, at `confirmed`.
       expect(node.requests.at(-1)).toEqual({
         method: 'getBlock',
         params: [
           slot,
           {
             encoding: 'jsonParsed',
-            transactionDetails: 'full',
+            transactionDetails: 'accounts',
             maxSupportedTransactionVersion: 0,
             rewards: false,
             commitment: 'confirmed',

@@ -1,8 +1,12 @@
 /**
  * The Solana family's block source (chains/source.ts), over JSON-RPC: height = slot, hash =
  * blockhash, parentHash = previousBlockhash, read at one commitment (`confirmed` by default,
- * `finalized` configurable): `getSlot` for the tip, `getBlock` in `jsonParsed` with full
+ * `finalized` configurable): `getSlot` for the tip, `getBlock` in `jsonParsed` with `accounts`
  * transaction details (`none` for a hash alone), versioned transactions included, no rewards.
+ * `accounts` details are each transaction's signatures and accounts (lookup-table ones included)
+ * with the balance part of its meta: all the activity reads, without instructions and logs. On a
+ * mainnet block that is 60% of the bytes of full details, half the parse and less garbage, which
+ * is most of a follower's work at 2.5 slots a second (bench/README.md, issue 33).
  *
  * Skipped slots. Many slots have no block (the node answers -32007 "Slot N was skipped, or
  * missing due to ledger jump to recent snapshot", or -32009 "… missing in long-term storage").
@@ -66,7 +70,7 @@ function checkSlot(slot: number): void {
   if (!Number.isSafeInteger(slot) || slot < 0) throw new RangeError(`Not a Solana slot: ${slot}`);
 }
 
-/** A parsed `getBlock` result: its hashes and, with full details, its transactions. */
+/** A parsed `getBlock` result: its hashes and, with transaction details, its transactions. */
 export interface SolanaBlockHeader {
   blockhash: string;
   previousBlockhash: string;
@@ -100,19 +104,19 @@ export function createSolanaSource(options: SolanaSourceOptions): BlockSource<So
   const unexpected = (detail: string) =>
     new UpstreamUnavailableError(`The Solana node at ${rpc.host} ${detail}`);
 
-  /** The slot's block (only its hashes unless `full`), or why there is none. */
-  async function read(slot: number, full: boolean): Promise<SlotAnswer> {
+  /** The slot's block (only its hashes unless `transactions`), or why there is none. */
+  async function read(slot: number, transactions: boolean): Promise<SlotAnswer> {
     checkSlot(slot);
     const config = {
       encoding: 'jsonParsed',
-      transactionDetails: full ? 'full' : 'none',
+      transactionDetails: transactions ? 'accounts' : 'none',
       maxSupportedTransactionVersion: 0,
       rewards: false,
       commitment,
     };
     let answer: SolanaRpcAnswer;
     try {
-      answer = await rpc.call('getBlock', [slot, config], { plainJson: full });
+      answer = await rpc.call('getBlock', [slot, config], { plainJson: transactions });
     } catch (err) {
       if (!(err instanceof SolanaRpcError)) throw err;
       if (err.code === SLOT_SKIPPED || err.code === LONG_TERM_STORAGE_SLOT_SKIPPED)
