@@ -1,3 +1,4 @@
+import { type Column, getTableColumns, sql } from 'drizzle-orm';
 import { anchorColumns, leafJoin, toAnchorView } from '../anchor/leaves.js';
 import { ServerMisconfiguredError } from '../errors.js';
 import type { Idempotency } from '../idempotency/service.js';
@@ -20,7 +21,16 @@ export type RegistryDeps = {
 };
 
 export type RegistryRow = typeof registries.$inferSelect;
-type AnchorColumns = Parameters<typeof toAnchorView>[0];
+export type AnchorColumns = Parameters<typeof toAnchorView>[0];
+
+/**
+ * The columns {@link createRegistryContext}'s selectWithAnchor reads, in its order (drizzle's: the
+ * selection's own), each with the object and key it fills: `registry` (RegistryRow) or `anchor`.
+ */
+export const anchoredRowColumns: ReadonlyArray<readonly ['registry' | 'anchor', string, Column]> = [
+  ...Object.entries(getTableColumns(registries)).map(([key, column]) => ['registry', key, column] as const),
+  ...Object.entries(anchorColumns).map(([key, column]) => ['anchor', key, column as Column] as const),
+];
 
 /**
  * What the parts of the registries (create.ts, reads.ts, listing.ts, revocation.ts) share, built
@@ -70,6 +80,24 @@ export function createRegistryContext(deps: RegistryDeps) {
     };
   }
 
+  /**
+   * What {@link selectWithAnchor} reads, as one JSON array per row (json_build_array): the values of
+   * {@link anchoredRowColumns}, in that order. One column is cheaper to parse than its twenty-one,
+   * for node-postgres and more so for PGlite's parser on its worker thread (bench/README.md, "Issue
+   * 33: registry get among many").
+   */
+  function selectWithAnchorAsJson() {
+    const columns = sql.join(
+      anchoredRowColumns.map(([, , column]) => column),
+      sql`, `,
+    );
+    return db
+      .select({ row: sql<string>`json_build_array(${columns})` })
+      .from(registries)
+      .leftJoin(leafJoin.leaves, leafJoin.leafOn(registries.id))
+      .leftJoin(leafJoin.batches, leafJoin.batchOn);
+  }
+
   /** Registries with their anchoring: each row the registry and its leaf's batch, if any. */
   function selectWithAnchor() {
     return db
@@ -90,6 +118,7 @@ export function createRegistryContext(deps: RegistryDeps) {
     contentOf,
     toView,
     selectWithAnchor,
+    selectWithAnchorAsJson,
   };
 }
 

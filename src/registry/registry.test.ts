@@ -235,6 +235,32 @@ describe.each(backends)('registry API on %s', (backend) => {
     }
   });
 
+  test('a get (its own statement, rows read as JSON) shows each registry as the list (drizzle) does', async () => {
+    const folder = 'as-listed';
+    const make = async (extra: Record<string, unknown>) =>
+      (
+        (
+          await t.request('POST', '/api/v1/registry/create', {
+            body: sampleBody({ folder_id: folder, ...extra }),
+          })
+        ).body as Created
+      ).data.id;
+    const plain = await make({ callback_url: undefined });
+    const encrypted = await make({ data_encrypted: true, description: 'sealed "quotes" and ünïcode' });
+    const pass = await make({ template: 'PASS', metadata: [] });
+    expect((await t.request('POST', `/api/v1/registry/${pass}/revoke`)).status).toBe(200);
+    const listed = (await t.request('GET', `/api/v1/registry?folder_id=${folder}&limit=10`)).body as {
+      data: { id: string }[];
+    };
+    expect(listed.data.map((r) => r.id).sort()).toEqual([plain, encrypted, pass].sort());
+    // Several at once, so that they share a statement.
+    const got = await Promise.all(listed.data.map((r) => t.request('GET', `/api/v1/registry/${r.id}`)));
+    expect(got.map((g) => (g.body as { data: unknown }).data)).toEqual(listed.data);
+    expect(listed.data.find((r) => r.id === pass)).toMatchObject({
+      revoked_at: expect.stringMatching(ISO_UTC),
+    });
+  });
+
   test('the list pages with a cursor, newest first, filtered by folder', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {

@@ -160,6 +160,8 @@ const WORKER_GONE = 'PGlite is closed';
 interface WorkerQueryOptions {
   rowMode?: 'array' | 'object';
   parsers?: Record<number, unknown>;
+  /** The caller reads only `rows`: the reply leaves out `fields` (one object per column to copy). */
+  withoutFields?: boolean;
 }
 
 /**
@@ -217,6 +219,7 @@ class PgliteWorkerClient {
           params,
           rowMode: options?.rowMode,
           textTypes: options?.parsers ? Object.keys(options.parsers).map(Number) : undefined,
+          ...(options?.withoutFields ? { withoutFields: true } : {}),
           tx,
         }),
       exec: (text: string) => this.call<unknown[]>({ op: 'exec', text, tx }),
@@ -624,7 +627,9 @@ export interface Statement {
   readonly text: string;
 }
 
-type PgliteQuerier = { query(text: string, params: unknown[]): Promise<{ rows: unknown[] }> };
+type PgliteQuerier = {
+  query(text: string, params: unknown[], options?: WorkerQueryOptions): Promise<{ rows: unknown[] }>;
+};
 
 /**
  * Runs `statement` on the driver under `db` (a database or a transaction of it) in one round
@@ -645,6 +650,56 @@ export async function runStatement<R>(db: Db, statement: Statement, values: unkn
     return result.rows as R[];
   }
   throw new Error(`runStatement(${statement.name}): not a node-postgres or PGlite database`);
+}
+
+/** node-postgres's type parsers, but the values of `textTypes` kept as the text PostgreSQL sent. */
+const textTypeParsers = new Map<string, { getTypeParser: typeof pg.types.getTypeParser }>();
+function pgTypesKeeping(textTypes: readonly number[]) {
+  const key = textTypes.join(',');
+  let types = textTypeParsers.get(key);
+  if (!types) {
+    const asText = new Set(textTypes);
+    const keep = (value: string) => value;
+    types = {
+      getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+        asText.has(oid) ? keep : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+    };
+    textTypeParsers.set(key, types);
+  }
+  return types;
+}
+
+/**
+ * Runs `statement` as {@link runStatement} does, for a hot read that maps its own rows: each row an
+ * array of the values in the statement's column order, values of the types in `textTypes` (OIDs)
+ * kept as text, the others parsed by the driver. Cheaper per row than objects: no column names, and
+ * from PGlite's worker thread no field descriptions to copy between threads.
+ */
+export async function readRows(
+  db: Db,
+  statement: Statement,
+  values: unknown[],
+  textTypes: readonly number[],
+): Promise<unknown[][]> {
+  const client = (db as unknown as { session?: { client?: unknown } }).session?.client;
+  if (client instanceof pg.Pool || client instanceof pg.Client) {
+    const result = await client.query({
+      name: statement.name,
+      text: statement.text,
+      values,
+      rowMode: 'array',
+      types: pgTypesKeeping(textTypes),
+    });
+    return result.rows as unknown[][];
+  }
+  if (typeof (client as PgliteQuerier | undefined)?.query === 'function') {
+    const keep = (value: string) => value;
+    const parsers = Object.fromEntries(textTypes.map((oid) => [oid, keep]));
+    const options = { rowMode: 'array', parsers, withoutFields: true } satisfies WorkerQueryOptions;
+    const result = await (client as PgliteQuerier).query(statement.text, values, options);
+    return result.rows as unknown[][];
+  }
+  throw new Error(`readRows(${statement.name}): not a node-postgres or PGlite database`);
 }
 
 /** Pipelined connections of a PostgreSQL store (runInTransaction), by the pool drizzle uses. */

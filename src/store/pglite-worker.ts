@@ -17,6 +17,8 @@ export type PgliteRequest = { id: number } & (
       rowMode?: 'array' | 'object';
       /** Type OIDs whose values stay as the text PostgreSQL sent (drizzle parses dates itself). */
       textTypes?: number[];
+      /** The caller reads only the rows: `fields` is left out of the reply. */
+      withoutFields?: boolean;
       tx?: number;
     }
   | { op: 'exec'; text: string; tx?: number }
@@ -75,6 +77,7 @@ async function serve(): Promise<void> {
           { rowMode: request.rowMode ?? 'object', parsers },
           request.tx !== undefined,
         );
+        if (request.withoutFields) return { rows: result.rows, affectedRows: result.affectedRows };
         return { rows: result.rows, fields: result.fields, affectedRows: result.affectedRows };
       }
       case 'exec':

@@ -1,8 +1,10 @@
 /**
- * Group reads: a read finding a statement free runs at once, alone; those arriving while all are in
- * flight wait, and then run together as one statement of many keys. Under load each statement then serves
- * many requests (its round trip, and its parsing and planning on PGlite, which cost more than the
- * row), and with no load nothing waits. Each read settles with its statement.
+ * Group reads: the reads asked for in one turn of the event loop (the requests parsed from the
+ * sockets that were readable together) go out together, at the end of that turn (setImmediate), as
+ * one statement of many keys; those arriving while `maxInFlight` statements are in flight wait, and
+ * then go together too. Under load each statement then serves many requests (its round trip, its
+ * planning, and on PGlite its parsing, cost more than a row), and with no load a read waits only for
+ * the end of its turn. Each read settles with its statement.
  */
 export function createReadBatches<K, R>(options: {
   /** Reads the rows of `keys` (in any order; a key without a row has none). */
@@ -21,6 +23,12 @@ export function createReadBatches<K, R>(options: {
   const maxInFlight = options.maxInFlight ?? 2;
   let waiting: Array<{ key: K; resolve(row: R | undefined): void; reject(err: unknown): void }> = [];
   let inFlight = 0;
+  let scheduled = false;
+
+  function start(): void {
+    scheduled = false;
+    if (inFlight < maxInFlight && waiting.length > 0) void flush();
+  }
 
   async function flush(): Promise<void> {
     inFlight++;
@@ -42,7 +50,10 @@ export function createReadBatches<K, R>(options: {
     get(key: K): Promise<R | undefined> {
       return new Promise<R | undefined>((resolve, reject) => {
         waiting.push({ key, resolve, reject });
-        if (inFlight < maxInFlight) void flush();
+        if (inFlight < maxInFlight && !scheduled) {
+          scheduled = true;
+          setImmediate(start);
+        }
       });
     },
   };
