@@ -189,6 +189,8 @@ function readOptions(): Options {
         '  --watched N              random watched addresses in the matcher (BENCH_WATCHED, default 1000000)',
         '  --hit-rate R             share of transfers to a watched address, notified (BENCH_HIT_RATE, default 0.01)',
         '  --backends LIST          pglite,postgres (BENCH_BACKENDS; default pglite, plus postgres with DATABASE_URL)',
+        '                           PGlite runs on this thread; BENCH_PGLITE_WORKER=1 puts it on a worker thread, as',
+        '                           the service does by default (LEDGERHOOK_PGLITE_WORKER)',
         '  --log-level L            level of the follower logger (BENCH_LOG_LEVEL, default warn)',
         '  --passes LIST            evm,evm-hits,evm-events,bitcoin,algorand,solana,solana-stream (BENCH_PASSES,',
         '                           default all but solana-stream, which runs only when named);',
