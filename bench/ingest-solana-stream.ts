@@ -11,25 +11,23 @@
 // and parentSlot and previousBlockhash naming the slot before, so the chain links. Every slot has
 // a block (none skipped): the follower has the most to do.
 
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import { monitorEventLoopDelay, PerformanceObserver, performance } from 'node:perf_hooks';
-import { getBase58Decoder } from '@solana/kit';
 import { eq, sql } from 'drizzle-orm';
 import pino from 'pino';
-import { v7 as uuidv7 } from 'uuid';
 import { loadNetworks } from '../src/chains/networks.js';
 import { solanaChanges } from '../src/chains/solana/activity.js';
 import { createSolanaSource, solanaActivityFromBlock } from '../src/chains/solana/source.js';
 import { notifications } from '../src/notify/schema.js';
 import type { Db, Store } from '../src/store/db.js';
-import { type AddressIndex, createAddressIndex } from '../src/watch/address-index.js';
+import type { AddressIndex } from '../src/watch/address-index.js';
 import { createFollower } from '../src/watch/follower.js';
 import { solanaMatcher } from '../src/watch/solana-notifications.js';
 import { type RecordedSlot, recordedBlock } from '../test/helpers/solana-blocks.js';
 import { assembleBlock, startSolanaNode } from '../test/helpers/solana-node.js';
 import { type Backend, onBackend, restartBefore, subscribeWatched } from './followed-network.js';
+import { buildIndex } from './ingest-solana.js';
 import {
   commCpuDelta,
   commCpuSeconds,
@@ -205,31 +203,6 @@ async function startNodeProcess(): Promise<NodeProcess> {
     });
   });
   return { server, ready, producedAt, tip: () => tip };
-}
-
-/** `count` random Solana addresses, one subscription each, as the solana pass watches them. */
-function buildIndex(count: number): AddressIndex {
-  const index = createAddressIndex(() => 'solana');
-  const base58 = getBase58Decoder();
-  const chunk = 1_000_000;
-  for (let done = 0; done < count; done += chunk) {
-    const n = Math.min(chunk, count - done);
-    const random = crypto.randomBytes(n * 32);
-    for (let i = 0; i < n; i++) {
-      index.apply({
-        type: 'upsert',
-        subscription: {
-          id: uuidv7(),
-          accountId: 'bench',
-          network: 'SOL',
-          address: base58.decode(random.subarray(i * 32, i * 32 + 32)),
-          confirmations: 1,
-          mempool: false,
-        },
-      });
-    }
-  }
-  return index;
 }
 
 /** CPU seconds of this process's main thread (the follower's JavaScript), from /proc. */

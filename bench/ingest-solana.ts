@@ -53,22 +53,27 @@ async function fetchAndParse(url: string): Promise<number> {
   return body.result.transactions.length;
 }
 
-function buildIndex(count: number): AddressIndex {
+/** `count` random Solana addresses, one subscription each (random bytes drawn a million at a time). */
+export function buildIndex(count: number): AddressIndex {
   const index = createAddressIndex(() => 'solana');
   const base58 = getBase58Decoder();
-  const random = crypto.randomBytes(count * 32);
-  for (let i = 0; i < count; i++) {
-    index.apply({
-      type: 'upsert',
-      subscription: {
-        id: uuidv7(),
-        accountId: 'bench',
-        network: 'SOL',
-        address: base58.decode(random.subarray(i * 32, i * 32 + 32)),
-        confirmations: 1,
-        mempool: false,
-      },
-    });
+  const chunk = 1_000_000;
+  for (let done = 0; done < count; done += chunk) {
+    const n = Math.min(chunk, count - done);
+    const random = crypto.randomBytes(n * 32);
+    for (let i = 0; i < n; i++) {
+      index.apply({
+        type: 'upsert',
+        subscription: {
+          id: uuidv7(),
+          accountId: 'bench',
+          network: 'SOL',
+          address: base58.decode(random.subarray(i * 32, i * 32 + 32)),
+          confirmations: 1,
+          mempool: false,
+        },
+      });
+    }
   }
   return index;
 }
