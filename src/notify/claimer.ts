@@ -5,7 +5,7 @@
 import { sql } from 'drizzle-orm';
 import { limitOf } from '../store/db.js';
 import type { CredentialCache } from './credentials.js';
-import { type DispatchContext, type Job, rowsOf } from './dispatch-context.js';
+import { type DispatchContext, type Job, list, rowsOf } from './dispatch-context.js';
 
 const MAINTENANCE_INTERVAL_MS = 30_000;
 
@@ -95,7 +95,15 @@ export function createClaimer(ctx: DispatchContext, { loadCredentials }: Credent
     );
   }
 
-  return { claim, untilNextDue, maintain, releaseAllClaims, releaseOwnClaims };
+  /** Releases the rows of `ids` this dispatcher holds (rows handed over after it began stopping). */
+  function releaseClaims(ids: string[]) {
+    return db.execute(
+      sql`UPDATE notifications SET locked_by = NULL, locked_until = NULL
+          WHERE id = ANY(${list(ids)}::uuid[]) AND locked_by = ${workerId}`,
+    );
+  }
+
+  return { claim, untilNextDue, maintain, releaseAllClaims, releaseOwnClaims, releaseClaims };
 }
 
 export type Claimer = ReturnType<typeof createClaimer>;

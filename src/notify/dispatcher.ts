@@ -4,16 +4,13 @@
  * claimer.ts), the credentials cache (credentials.ts), the sender (sender.ts), the recorder
  * (recorder.ts) and the loop that drives them (dispatch-loop.ts). This file owns the lifecycle.
  */
-
-import { sql } from 'drizzle-orm';
-import { createClaimer } from './claimer.js';
+import { type Claimer, createClaimer } from './claimer.js';
 import { type CredentialCache, createCredentials } from './credentials.js';
 import {
   type DispatchContext,
   type DispatcherOptions,
   dispatchContext,
   type Job,
-  list,
 } from './dispatch-context.js';
 import { createDispatchLoop, type DispatchLoop } from './dispatch-loop.js';
 import { CLAIMED_PAYLOAD, OUTBOX_CHANNEL, type OutboxHandoff } from './outbox.js';
@@ -32,7 +29,7 @@ export function createDispatcher(options: DispatcherOptions) {
   const sender = createSender(ctx, credentials, recorder);
   const dispatchLoop = createDispatchLoop(ctx, claimer, sender);
   const { inflight, loop, startClaiming, stopClaiming, wake } = dispatchLoop;
-  const handoff = createHandoff(ctx, credentials, dispatchLoop);
+  const handoff = createHandoff(ctx, credentials, claimer, dispatchLoop);
 
   let startedOnce = false;
   let stopping: Promise<void> | undefined;
@@ -102,16 +99,16 @@ export type NotificationDispatcher = ReturnType<typeof createDispatcher>;
 function createHandoff(
   ctx: DispatchContext,
   { loadCredentials }: CredentialCache,
+  { releaseClaims }: Pick<Claimer, 'releaseClaims'>,
   { room, accept }: Pick<DispatchLoop, 'room' | 'accept'>,
 ): OutboxHandoff {
-  const { db, workerId, leaseMs, now, log } = ctx;
+  const { workerId, leaseMs, now, log } = ctx;
 
   /** Rows claimed for a dispatcher that stopped meanwhile go back to the claims at once. */
   function release(ids: string[]): void {
-    db.execute(
-      sql`UPDATE notifications SET locked_by = NULL, locked_until = NULL
-          WHERE id = ANY(${list(ids)}::uuid[]) AND locked_by = ${workerId}`,
-    ).catch((err) => log.warn({ err }, 'could not release handed-over notifications; their lease will'));
+    releaseClaims(ids).catch((err) =>
+      log.warn({ err }, 'could not release handed-over notifications; their lease will'),
+    );
   }
 
   return {

@@ -5,6 +5,7 @@
 import type { Logger } from 'pino';
 import type { ChainBlock } from '../chains/source.js';
 import {
+  type ClaimedNotification,
   chainNotificationId,
   enqueueAndClaim,
   type NewNotification,
@@ -106,7 +107,7 @@ export function createBlockCommitter<Activity>(
     let settled: (() => void) | undefined;
     // A dispatcher in this process takes the rows as they commit, without a claim of its own.
     const claim = items.length > 0 ? handoff?.claim() : undefined;
-    let claimed: Awaited<ReturnType<typeof enqueueAndClaim>>['claimed'] = [];
+    let claimed: ClaimedNotification[] = [];
     await db.transaction(async (tx) => {
       ({ claimed } = await enqueueAndClaim(tx, items, claim));
       noteHeld(items);
