@@ -16,6 +16,23 @@ export interface Header extends Cursor {
 }
 
 /**
+ * The cursor is not where the blocks written continue from: something else moved it (a process
+ * that took the network over while this one still believed it held the lock). The transaction
+ * rolls back; the follower's next round reads the cursor anew.
+ */
+export class CursorMovedError extends Error {
+  constructor(network: string, expected: Cursor) {
+    super(
+      `${network}: the stored cursor is no longer block ${expected.height} (${expected.hash}), where this follower ` +
+        'continued from: another process moved it; following again from the stored cursor',
+    );
+    this.name = 'CursorMovedError';
+  }
+}
+
+const rowsOf = <T>(result: unknown): T[] => (result as { rows: T[] }).rows;
+
+/**
  * A network's durable place in its chain: the cursor and the headers of the last blocks
  * processed, which is all a reorganisation needs to find the common ancestor.
  */
@@ -67,20 +84,23 @@ export function chainState(db: Db, network: string) {
 
     /**
      * Within the caller's transaction: consecutive blocks are processed; the cursor moves onto the
-     * last. Their headers are written in one statement, the cursor once.
+     * last. Their headers are written in one statement, the cursor once. The cursor must stand on
+     * the first block's parent (CursorMovedError otherwise): a follower that continues from a
+     * cursor it remembers never writes over one another process has moved.
      */
     async advanceThrough(tx: Db, blocks: readonly Header[]): Promise<void> {
+      const first = blocks[0];
       const last = blocks[blocks.length - 1];
-      if (!last) return;
+      if (!first || !last) return;
       // Old headers are pruned now and then (when the blocks pass a multiple of 32), not on every block.
-      if (Math.floor(last.height / 32) > Math.floor((blocks[0]!.height - 1) / 32)) {
+      if (Math.floor(last.height / 32) > Math.floor((first.height - 1) / 32)) {
         await tx
           .delete(chainHeaders)
           .where(and(ofNetwork, lt(chainHeaders.height, last.height - KEPT_HEADERS)));
       }
       // The headers and the cursor in one statement: a round trip less on every block's commit,
       // which is on the path from a block to its notification (bench/README.md, "Issue 33: latency").
-      await tx.execute(sql`
+      const moved = await tx.execute(sql`
         WITH headers AS (
           INSERT INTO chain_headers (network, height, hash, parent_hash)
           SELECT ${network}, height, hash, parent_hash
@@ -90,16 +110,30 @@ export function chainState(db: Db, network: string) {
           ON CONFLICT (network, height) DO UPDATE SET hash = excluded.hash, parent_hash = excluded.parent_hash
         )
         UPDATE chain_cursors SET height = ${last.height}, hash = ${last.hash}, updated_at = ${new Date().toISOString()}
-        WHERE network = ${network}`);
+        WHERE network = ${network} AND height = ${first.height - 1} AND hash = ${first.parentHash}
+        RETURNING height`);
+      if (rowsOf(moved).length === 0)
+        throw new CursorMovedError(network, { height: first.height - 1, hash: first.parentHash });
     },
 
-    /** Within the caller's transaction: forgets the blocks above the ancestor and moves back to it. */
-    async rewind(tx: Db, ancestor: Cursor): Promise<void> {
+    /**
+     * Within the caller's transaction: forgets the blocks above the ancestor and moves back to it,
+     * from the cursor `from` (CursorMovedError if the cursor is no longer there).
+     */
+    async rewind(tx: Db, ancestor: Cursor, from: Cursor): Promise<void> {
       await tx.delete(chainHeaders).where(and(ofNetwork, gt(chainHeaders.height, ancestor.height)));
-      await tx
+      const moved = await tx
         .update(chainCursors)
         .set({ height: ancestor.height, hash: ancestor.hash, updatedAt: new Date() })
-        .where(eq(chainCursors.network, network));
+        .where(
+          and(
+            eq(chainCursors.network, network),
+            eq(chainCursors.height, from.height),
+            eq(chainCursors.hash, from.hash),
+          ),
+        )
+        .returning({ height: chainCursors.height });
+      if (moved.length === 0) throw new CursorMovedError(network, from);
     },
   };
 }

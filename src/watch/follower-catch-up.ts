@@ -28,8 +28,22 @@ export interface CatchUpDeps<Activity> {
   reorgs: ReorgHandler;
 }
 
-/** The round: processes every block up to the node's head, reading ahead while it commits. */
-export function createCatchUp<Activity>(deps: CatchUpDeps<Activity>): () => Promise<void> {
+/**
+ * What a round may start from without asking: the head announced since the last round, and the
+ * cursor as this process last wrote it (only while it has held the network's lock since).
+ */
+export interface RoundStart {
+  announced?: ChainTip;
+  cursor?: Cursor;
+}
+
+/**
+ * The round: processes every block up to the node's head, reading ahead while it commits;
+ * resolves with the cursor it leaves.
+ */
+export function createCatchUp<Activity>(
+  deps: CatchUpDeps<Activity>,
+): (start?: RoundStart) => Promise<Cursor> {
   const { db, source, state, releaser, status, following, commit } = deps;
   const { reorganise, tipReplaced } = deps.reorgs;
 
@@ -40,13 +54,24 @@ export function createCatchUp<Activity>(deps: CatchUpDeps<Activity>): () => Prom
     return state.initialise(block);
   }
 
-  /** Processes every block up to the node's head, reading ahead while it commits. */
-  async function catchUp(): Promise<void> {
-    // The node's head and our cursor at once: both are on the path from a block to its notification.
-    const [tip, cursor] = await Promise.all([source.tip(), state.cursor()]);
+  /**
+   * Processes every block up to the head, reading ahead while it commits. An announced head may
+   * be one the node's HTTP side does not serve yet: the round then ends below it (as when the
+   * node is switching branches), and the next asks the node for its tip or takes a newer
+   * announcement, so no block is skipped.
+   */
+  async function catchUp(start: RoundStart = {}): Promise<Cursor> {
+    // The head and our cursor, each asked for unless known, at once: both are on the path from a
+    // block to its notification.
+    let [tip, cursor] = await Promise.all([start.announced ?? source.tip(), start.cursor ?? state.cursor()]);
+    if (!cursor) {
+      // A new network starts at a head the node serves: its own, not one announced ahead of it.
+      if (start.announced) tip = await source.tip();
+      cursor = await initialise(tip);
+    }
     const head = tip.height;
     status.head = head;
-    let at = cursor ?? (await initialise(tip));
+    let at = cursor;
     if (await tipReplaced(tip, at)) at = await reorganise(at, head);
     const ahead = createReadAhead(source, deps.fetchAhead ?? 8);
     try {
@@ -77,8 +102,10 @@ export function createCatchUp<Activity>(deps: CatchUpDeps<Activity>): () => Prom
       ahead.discard();
     }
     status.height = at.height;
-    // Confirmations count from the head, which may move without a block of ours to process.
-    await db.transaction((tx) => releaser.release(tx, head));
+    // Confirmations count from the head, which may move without a block of ours to process; no
+    // transaction when nothing held can be due.
+    if (releaser.due(head)) await db.transaction((tx) => releaser.release(tx, head));
+    return at;
   }
 
   return catchUp;

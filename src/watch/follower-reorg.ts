@@ -87,7 +87,7 @@ export function createReorgHandler<Activity>(
     const diff = diffBranches(await announcedIn(db, network, orphaned), replacing);
     let settled: (() => void) | undefined;
     await db.transaction(async (tx) => {
-      await state.rewind(tx, ancestor);
+      await state.rewind(tx, ancestor, from);
       await applyDiff(tx, network, diff);
       noteHeld(diff.fresh);
       settled = await settle?.(tx, blocks);

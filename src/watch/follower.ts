@@ -1,11 +1,11 @@
 import type { Logger } from 'pino';
 import type { Network } from '../chains/networks.js';
 import { isNodeError } from '../chains/node-errors.js';
-import type { BlockSource, SourceStatus } from '../chains/source.js';
+import type { BlockSource, ChainTip, SourceStatus } from '../chains/source.js';
 import type { OutboxHandoff } from '../notify/outbox.js';
 import { createSleeper } from '../shared/sleeper.js';
 import type { Db, HeldLock } from '../store/db.js';
-import { chainState } from './chain-state.js';
+import { type Cursor, chainState } from './chain-state.js';
 import { createCatchUp } from './follower-catch-up.js';
 import { type BlockMatcher, type BlockSettler, createBlockCommitter } from './follower-commit.js';
 import { createReorgHandler } from './follower-reorg.js';
@@ -81,7 +81,17 @@ export function createFollower<Activity>(deps: FollowerDeps<Activity>) {
   const log = deps.logger.child({ component: 'follower', network: network.name });
   const state = chainState(db, network.name);
   const releaser = createReleaser(network.name);
-  const lock = networkLock(deps, log);
+  /** The latest head announced (newHeads) and not yet taken by a round. */
+  let announced: ChainTip | undefined;
+  /**
+   * The cursor as this process last left it, while it has held the network's lock since: the next
+   * round starts from it without reading it. Forgotten after any failure and whenever the lock is
+   * taken (anew), as another process may have moved it meanwhile.
+   */
+  let cursor: Cursor | undefined;
+  const lock = networkLock(deps, log, () => {
+    cursor = undefined;
+  });
   const status: FollowerBaseStatus = {
     network: network.name,
     height: null,
@@ -129,8 +139,16 @@ export function createFollower<Activity>(deps: FollowerDeps<Activity>) {
       round: async () => {
         const held = await lock.hold();
         status.standby = !held;
-        if (!held) return deps.lockRetryMs ?? 2_000;
-        await catchUp();
+        if (!held) {
+          // Old by the time this process takes over: it would only send it looking back.
+          announced = undefined;
+          return deps.lockRetryMs ?? 2_000;
+        }
+        // Both are taken: a round that fails leaves no cursor, so the next one reads it.
+        const start = { announced, cursor };
+        announced = undefined;
+        cursor = undefined;
+        cursor = await catchUp(start);
         return undefined;
       },
       describe: (err) => describeWatchError(network, err),
@@ -152,8 +170,12 @@ export function createFollower<Activity>(deps: FollowerDeps<Activity>) {
     start(): void {
       if (running) return;
       running = true;
+      cursor = undefined;
       loopDone = loop();
-      stopHeads = source.watchHeads?.(sleeper.wake);
+      stopHeads = source.watchHeads?.((tip) => {
+        if (tip) announced = tip;
+        sleeper.wake();
+      });
     },
     /** Checks for a new head now (e.g. on a WebSocket newHeads message). */
     wake: sleeper.wake,
@@ -174,7 +196,11 @@ export type Follower = ReturnType<typeof createFollower>;
  * The network's follower lock across processes, when there is one (PostgreSQL): taken on the
  * first round and held while the connection lives; lost, the follower stands by and retries.
  */
-function networkLock(deps: Pick<FollowerDeps<unknown>, 'acquireLock' | 'onLead'>, log: Logger) {
+function networkLock(
+  deps: Pick<FollowerDeps<unknown>, 'acquireLock' | 'onLead'>,
+  log: Logger,
+  onTaken: () => void,
+) {
   let lock: HeldLock | undefined;
   let lost = false;
   /** The lead was taken and onLead has not completed since. */
@@ -193,6 +219,7 @@ function networkLock(deps: Pick<FollowerDeps<unknown>, 'acquireLock' | 'onLead'>
       if (lock && !lost) return lead();
       lock = await deps.acquireLock();
       if (!lock) return false;
+      onTaken();
       lost = false;
       leading = true;
       const held = lock;

@@ -15,6 +15,10 @@ export function createReleaser(network: string) {
    */
   let nextRelease: number | undefined | null = null;
 
+  /** Whether release() at this head has anything to do (or must look, not knowing). */
+  const due = (head: number): boolean =>
+    nextRelease === null || (nextRelease !== undefined && head >= nextRelease);
+
   return {
     /** Within the transaction that wrote them: notifications held until a height. */
     held(releaseHeights: number[]): void {
@@ -28,9 +32,11 @@ export function createReleaser(network: string) {
       nextRelease = null;
     },
 
+    due,
+
     /** Held notifications whose block is now deep enough become due. */
     async release(tx: Db, head: number): Promise<void> {
-      if (nextRelease === undefined || (nextRelease !== null && head < nextRelease)) return;
+      if (!due(head)) return;
       const released = await tx
         .update(notifications)
         .set({ state: 'pending', nextAttemptAt: sql`now()` })

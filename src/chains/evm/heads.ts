@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { createPublicClient, webSocket } from 'viem';
+import type { ChainTip } from '../source.js';
 
 interface WebSocketSubscriber {
   subscribe(args: {
@@ -10,12 +11,25 @@ interface WebSocketSubscriber {
 }
 
 /**
- * New heads by WebSocket (`newHeads`) wake the follower at once; polling stays the floor, so a
- * dropped socket only costs latency. Reconnection is ours (with backoff, logged once per
- * failure): viem's own reconnect loop prints its failures to the console. Returns a function
- * that ends the subscription at once, without waiting on the node.
+ * The block a newHeads message announces (viem passes the message's params: `{ subscription,
+ * result: header }`); undefined when it does not look like one, and the follower asks for the tip.
  */
-export function subscribeToHeads(url: string, wake: () => void, logger: Logger): () => void {
+export function announcedTip(data: unknown): ChainTip | undefined {
+  const header = (data as { result?: { number?: unknown; hash?: unknown } } | undefined)?.result;
+  if (typeof header?.number !== 'string' || typeof header.hash !== 'string') return undefined;
+  if (!/^0x[0-9a-fA-F]{1,13}$/.test(header.number) || !/^0x[0-9a-fA-F]{64}$/.test(header.hash))
+    return undefined;
+  return { height: Number(header.number), hash: header.hash };
+}
+
+/**
+ * New heads by WebSocket (`newHeads`) wake the follower at once, with the announced block's
+ * height and hash; polling stays the floor, so a dropped socket only costs latency. Reconnection
+ * is ours (with backoff, logged once per failure): viem's own reconnect loop prints its failures
+ * to the console. Returns a function that ends the subscription at once, without waiting on the
+ * node.
+ */
+export function subscribeToHeads(url: string, wake: (tip?: ChainTip) => void, logger: Logger): () => void {
   const log = logger.child({ component: 'heads' });
   let closed = false;
   let backoffMs = 1_000;
@@ -53,7 +67,7 @@ export function subscribeToHeads(url: string, wake: () => void, logger: Logger):
     transport
       .subscribe({
         params: ['newHeads'],
-        onData: () => wake(),
+        onData: (data) => wake(announcedTip(data)),
         onError: (err: Error) => {
           if (current === socket) reconnectLater(err.message);
         },

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { BlockNotFoundError, type PublicClient } from 'viem';
-import type { BlockSource } from '../source.js';
+import type { BlockSource, ChainTip } from '../source.js';
 import { readBlockActivity } from './activity.js';
 import { subscribeToHeads } from './heads.js';
 import type { TraceReader } from './trace-reader.js';
@@ -26,7 +26,7 @@ async function unlessMissing<T>(read: Promise<T>): Promise<T | undefined> {
  * An EVM network as a block source: the latest block's header for the tip (its hash shows a tip
  * replaced at the same height), each block with its receipts (and its traces, where `traces`
  * reads them) as transfers (addresses in lower case: the matcher checksums those it notifies), and
- * with a WebSocket endpoint its `newHeads` as announcements.
+ * with a WebSocket endpoint its `newHeads` as announcements (with their height and hash).
  */
 export function evmSource(
   client: PublicClient,
@@ -44,7 +44,10 @@ export function evmSource(
         }
       : {}),
     ...(heads
-      ? { watchHeads: (onHead: () => void) => subscribeToHeads(heads.wsUrl, onHead, heads.logger) }
+      ? {
+          watchHeads: (onHead: (tip?: ChainTip) => void) =>
+            subscribeToHeads(heads.wsUrl, onHead, heads.logger),
+        }
       : {}),
     async tip() {
       const latest = await client.getBlock({ blockTag: 'latest' });
