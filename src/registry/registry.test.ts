@@ -340,9 +340,9 @@ describe.each(backends)('registry API on %s', (backend) => {
     const asB = await t.request('GET', `/api/v1/registry/${id}`, { token: tokenB });
     expect(asB.status).toBe(404);
     expect(asB.body).toMatchObject({ status: 404 });
-    // Read by its owner, the registry is kept in memory (LEDGERHOOK_REGISTRY_CACHE_TTL): B asking
-    // for it now is answered from there, and still does not find it.
-    expect((await t.request('GET', `/api/v1/registry/${id}`)).status).toBe(200);
+    // Read twice by its owner, the registry is kept in memory (LEDGERHOOK_REGISTRY_CACHE_TTL): B
+    // asking for it now is answered from there, and still does not find it.
+    for (let i = 0; i < 2; i++) expect((await t.request('GET', `/api/v1/registry/${id}`)).status).toBe(200);
     const asBKept = await t.request('GET', `/api/v1/registry/${id.toUpperCase()}`, { token: tokenB });
     expect(asBKept.status).toBe(404);
     expect(asBKept.text).not.toContain('private-a');

@@ -9,12 +9,13 @@ import { createEnvelope } from '../secrets/envelope.js';
 import { createRegistryRowCache } from './row-cache.js';
 import { type CreateRegistryInput, createRegistries, type RegistryCallbacks } from './service.js';
 
-function cacheAt(ttlMs: number, maxCost?: number) {
+function cacheAt(ttlMs: number, maxCost?: number, keepOnSecondSet = false) {
   let clock = 1_000;
   const cache = createRegistryRowCache<{ text: string }>({
     ttlMs,
     maxCost,
     costOf: (row) => row.text.length,
+    keepOnSecondSet,
     now: () => clock,
   });
   return {
@@ -71,6 +72,28 @@ describe('the registry row cache', () => {
     expect(cache.size()).toBe(16);
   });
 
+  test('as the service makes it, a row is kept from its second read within the TTL, not its first', () => {
+    const { cache, advance } = cacheAt(1_000, undefined, true);
+    cache.set('once', { text: 'once' }, cache.generation());
+    expect(cache.get('once')).toBeUndefined();
+    expect(cache.size()).toBe(0);
+    // Read again within the TTL: kept from now on, for the TTL.
+    advance(999);
+    cache.set('once', { text: 'twice' }, cache.generation());
+    advance(999);
+    expect(cache.get('once')).toEqual({ text: 'twice' });
+    // Read again only after the TTL: a first read again.
+    cache.set('late', { text: 'late' }, cache.generation());
+    advance(1_000);
+    cache.set('late', { text: 'late' }, cache.generation());
+    expect(cache.get('late')).toBeUndefined();
+    // Thousands of keys read once each keep nothing, and a key among them read twice is kept.
+    for (let i = 0; i < 5_000; i++) cache.set(`read-once-${i}`, { text: 'x' }, cache.generation());
+    expect(cache.size()).toBe(1);
+    cache.set('late', { text: 'late' }, cache.generation());
+    expect(cache.get('late')).toEqual({ text: 'late' });
+  });
+
   test('a TTL of 0 keeps nothing', () => {
     const { cache } = cacheAt(0);
     cache.set('a', { text: 'a' }, cache.generation());
@@ -115,8 +138,10 @@ describe('registries kept in memory, in the process that changes them', () => {
       .values({ id: accountId, name: `kept-${accountId}`, createdAt: new Date() });
     const { body } = await registries.create(accountId, passBody() as unknown as CreateRegistryInput);
     const id = body.data.id;
-    expect((await registries.get(accountId, id)).revoked_at).toBeNull();
-    expect((await other.get(accountId, id)).revoked_at).toBeNull();
+    // Each reads it twice: a registry is kept from its second read on.
+    for (const service of [registries, registries, other, other]) {
+      expect((await service.get(accountId, id)).revoked_at).toBeNull();
+    }
 
     const revoked = await registries.revoke(accountId, id.toUpperCase());
     expect(revoked.revoked_at).not.toBeNull();

@@ -13,14 +13,24 @@ import { createTtlCache, type TtlCache } from '../shared/ttl-cache.js';
  * change goes unseen when its NOTIFY was lost (a listener reconnecting clears everything too).
  * Rows are kept as read, sealed content still sealed: plaintext of an encrypted registry is not
  * held longer than a request. The cache itself is src/shared/ttl-cache.ts.
+ *
+ * A row is kept from its second read within the TTL on (`keepOnSecondSet`, unless turned off): of
+ * thousands of registries read at random, each read once, keeping every row cost more CPU (the
+ * garbage of rows kept a second and dropped) than the few second reads it answered saved.
  */
 export function createRegistryRowCache<R>(options: {
   ttlMs: number;
   /** What a row costs (about its characters), against `maxCost`. */
   costOf: (row: R) => number;
   maxCost?: number;
+  keepOnSecondSet?: boolean;
   now?: () => number;
 }): TtlCache<R> {
   const maxCost = options.maxCost ?? 8 * 1024 * 1024;
-  return createTtlCache<R>({ ...options, maxCost, maxValueCost: maxCost / 16 });
+  return createTtlCache<R>({
+    ...options,
+    maxCost,
+    maxValueCost: maxCost / 16,
+    keepOnSecondSet: options.keepOnSecondSet ?? true,
+  });
 }

@@ -6,6 +6,11 @@
  *
  * Every change bumps a generation: a read that began before it may hold the old value, so `set`
  * takes the generation read before the database was asked and keeps nothing if it moved.
+ *
+ * With `keepOnSecondSet`, a value is kept only when its key was set once before within the TTL: a
+ * key read once (a registry among thousands read at random) is not kept, since keeping it costs
+ * more than its rare second read saves (bench/README.md, "Issue 33: registries read once are not
+ * kept"), while a key read again soon is kept from its second read on.
  */
 export function createTtlCache<V>(options: {
   ttlMs: number;
@@ -14,6 +19,8 @@ export function createTtlCache<V>(options: {
   costOf?: (value: V) => number;
   /** A value costing more is not kept, so that one huge value cannot push out the rest. */
   maxValueCost?: number;
+  /** Keep a value only from the second `set` of its key within the TTL (see above). */
+  keepOnSecondSet?: boolean;
   now?: () => number;
 }) {
   const { ttlMs, maxCost } = options;
@@ -23,6 +30,7 @@ export function createTtlCache<V>(options: {
   const entries = new Map<string, { value: V; cost: number; expiresAt: number }>();
   let cost = 0;
   let generation = 0;
+  const firstSets = options.keepOnSecondSet ? createFirstSets(ttlMs) : undefined;
 
   function drop(key: string): void {
     const entry = entries.get(key);
@@ -47,6 +55,8 @@ export function createTtlCache<V>(options: {
       if (ttlMs <= 0 || readAtGeneration !== generation) return;
       const valueCost = costOf(value);
       if (valueCost > maxValueCost) return;
+      const at = now();
+      if (firstSets && !entries.has(key) && !firstSets.seenBefore(key, at)) return;
       drop(key);
       // Oldest first out: a Map iterates in insertion order, and a refreshed value is re-inserted.
       // Only when over budget: an iterator per set cost a cache-missing registry get 3% of its CPU.
@@ -56,7 +66,7 @@ export function createTtlCache<V>(options: {
           drop(oldest);
         }
       }
-      entries.set(key, { value, cost: valueCost, expiresAt: now() + ttlMs });
+      entries.set(key, { value, cost: valueCost, expiresAt: at + ttlMs });
       cost += valueCost;
     },
     /** One key changed. */
@@ -80,3 +90,29 @@ export function createTtlCache<V>(options: {
 }
 
 export type TtlCache<V> = ReturnType<typeof createTtlCache<V>>;
+
+/** Slots of the first-set table: a power of two, 768 KB. */
+const FIRST_SET_SLOTS = 1 << 16;
+
+/**
+ * Which keys were set within the last `windowMs`: a fixed table of each slot's last key (as a 32-bit
+ * FNV-1a hash) and when, so remembering a key allocates nothing the garbage collector must trace
+ * (a Map of keys would itself be the churn it spares). Two keys sharing a slot forget each other,
+ * and two sharing a hash count as one: either only changes whether a value is kept.
+ */
+function createFirstSets(windowMs: number) {
+  const hashes = new Int32Array(FIRST_SET_SLOTS);
+  const times = new Float64Array(FIRST_SET_SLOTS).fill(Number.NEGATIVE_INFINITY);
+  return {
+    /** Whether `key` was set within the window before `at`; remembers this set either way. */
+    seenBefore(key: string, at: number): boolean {
+      let hash = 0x811c9dc5;
+      for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);
+      const slot = hash & (FIRST_SET_SLOTS - 1);
+      const seen = hashes[slot] === hash && at - times[slot]! < windowMs;
+      hashes[slot] = hash;
+      times[slot] = at;
+      return seen;
+    },
+  };
+}
