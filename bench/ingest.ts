@@ -792,7 +792,10 @@ async function benchPglite(
   traces: BenchTraces = 'off',
 ): Promise<FollowerResult> {
   const dir = makeTempDir('ledgerhook-bench-ingest-');
-  const store = await openStore({ pgliteDir: path.join(dir, 'pglite') });
+  const store = await openStore({
+    pgliteDir: path.join(dir, 'pglite'),
+    pgliteWorker: process.env.BENCH_PGLITE_WORKER === '1',
+  });
   try {
     return await runFollower('pglite', store, chain, index, expected, options, anvilPid, false, traces);
   } finally {
