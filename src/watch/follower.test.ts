@@ -33,6 +33,8 @@ interface Followed {
   reads: () => number;
   /** Heights of the blocks matched (each once, when committed), in order. */
   matched: number[];
+  /** The most transactions of the follower in flight at once. */
+  mostInFlight: () => number;
 }
 
 describe.each(backends)('follower (%s)', (backend) => {
@@ -88,9 +90,14 @@ describe.each(backends)('follower (%s)', (backend) => {
   }
 
   /** A follower of `on` reading blocks through the proxy and heads from anvil's WebSocket. */
-  function follow(on: Network, options: { pollIntervalMs?: number; lockRetryMs?: number } = {}): Followed {
+  function follow(
+    on: Network,
+    options: { pollIntervalMs?: number; lockRetryMs?: number; failTransaction?: () => boolean } = {},
+  ): Followed {
     let tips = 0;
     let reads = 0;
+    let inFlight = 0;
+    let mostInFlight = 0;
     const matched: number[] = [];
     const source = evmSource(createPublicClient({ transport: http(proxy.url) }), readBlockActivity, {
       wsUrl: anvil.wsUrl,
@@ -106,6 +113,17 @@ describe.each(backends)('follower (%s)', (backend) => {
     const db = new Proxy(store.db, {
       get(target, property, receiver) {
         if (property === 'select') reads++;
+        if (property === 'transaction') {
+          return async (...args: Parameters<Db['transaction']>) => {
+            mostInFlight = Math.max(mostInFlight, ++inFlight);
+            try {
+              if (options.failTransaction?.()) throw new Error('the database failed (test)');
+              return await target.transaction(...args);
+            } finally {
+              inFlight--;
+            }
+          };
+        }
         return Reflect.get(target, property, receiver);
       },
     }) as Db;
@@ -124,7 +142,7 @@ describe.each(backends)('follower (%s)', (backend) => {
     });
     running.push(follower);
     follower.start();
-    return { follower, tips: () => tips, reads: () => reads, matched };
+    return { follower, tips: () => tips, reads: () => reads, matched, mostInFlight: () => mostInFlight };
   }
 
   const reached = (f: Followed, height: number) =>
@@ -180,6 +198,39 @@ describe.each(backends)('follower (%s)', (backend) => {
     await reached(f, height);
     expect(f.reads() - reads).toBe(1);
     expect(f.matched.filter((h) => h > from)).toEqual(consecutive(from + 1, height));
+  });
+
+  test('a transaction failing in the middle of a catch-up loses no block: the next round goes on from the stored cursor', async () => {
+    let transactions = 0;
+    let failAt = Number.POSITIVE_INFINITY;
+    const on = network();
+    const f = follow(on, { failTransaction: () => ++transactions === failAt });
+    const from = await started(f);
+    // The second transaction of the catch-up below fails, with blocks read ahead of it.
+    failAt = transactions + 2;
+    await node().request({ method: 'anvil_mine' as never, params: ['0x28'] as never });
+    await waitFor(() => (f.follower.status().errors > 0 ? true : undefined), 'the transaction to fail');
+    const height = await mine(); // its announcement cuts the retry's pause short
+    await reached(f, height);
+    expect(transactions).toBeGreaterThan(failAt);
+    expect(f.follower.status()).toMatchObject({ height, errors: 1 });
+    expect(f.mostInFlight()).toBe(1);
+    // Every block matched, in order; those of the failed transaction (and any matched after it in
+    // that round) again, from the stored cursor.
+    const after = f.matched.filter((h) => h > from);
+    expect([...new Set(after)].sort((a, b) => a - b)).toEqual(consecutive(from + 1, height));
+    const again = after.findIndex((h, i) => i > 0 && h <= after[i - 1]!);
+    expect(again).toBeGreaterThan(0);
+    expect(after.slice(0, again)).toEqual(consecutive(from + 1, after[again - 1]!));
+    expect(after.slice(again)).toEqual(consecutive(after[again]!, height));
+    const stored = (
+      (await store.db.execute(
+        sql`SELECT height FROM chain_cursors WHERE network = ${on.name}`,
+      )) as unknown as {
+        rows: { height: number | string }[];
+      }
+    ).rows;
+    expect(Number(stored[0]!.height)).toBe(height);
   });
 
   test('an announced block the HTTP node does not serve yet is not skipped: polling fetches it', async () => {
