@@ -1,9 +1,10 @@
 import { and, eq, sql } from 'drizzle-orm';
 import { stringify } from 'lossless-json';
-import { createPublicClient, http } from 'viem';
+import { createPublicClient } from 'viem';
 import { createAlgorandLookup, isAlgorandTxId } from '../chains/algorand/lookup.js';
 import { createBitcoindLookup, createEsploraLookup, isBitcoinTxId } from '../chains/bitcoin/lookup.js';
 import { createEvmLookup, isEvmTxId } from '../chains/evm/lookup.js';
+import { jsonRpcHttp } from '../chains/evm/rpc-transport.js';
 import type { Family, Network, NetworkCatalog } from '../chains/networks.js';
 import { isNodeError, nodeUnavailable } from '../chains/node-errors.js';
 import { createSolanaLookup, isSolanaTxId } from '../chains/solana/lookup.js';
@@ -35,7 +36,7 @@ export function lookupFor(network: Network): TransactionLookup {
       // No retries inside viem: a node that fails answers 503 at once, with Retry-After.
       return createEvmLookup(
         createPublicClient({
-          transport: http(url, { timeout: NODE_TIMEOUT_MS, retryCount: 0 }),
+          transport: jsonRpcHttp(url, { timeoutMs: NODE_TIMEOUT_MS }),
           cacheTime: 0,
         }),
         { traces: network.traces ?? 'auto' },

@@ -3,12 +3,13 @@
  * and what runs beside its follower (an EVM network's mempool watcher).
  */
 import type { Logger } from 'pino';
-import { createPublicClient, fallback, http, type PublicClient } from 'viem';
+import { createPublicClient, fallback, type PublicClient } from 'viem';
 import { createAlgorandSource, createAssetInfoCache } from '../chains/algorand/source.js';
 import { createBitcoinMempoolReader } from '../chains/bitcoin/mempool.js';
 import { bitcoinParams } from '../chains/bitcoin/params.js';
 import { createBitcoinSource } from '../chains/bitcoin/source.js';
 import { createTokenInfoCache } from '../chains/evm/activity.js';
+import { jsonRpcHttp } from '../chains/evm/rpc-transport.js';
 import { evmSource } from '../chains/evm/source.js';
 import { createTraceReader, type TraceReader, type TracesStatus } from '../chains/evm/trace-reader.js';
 import type { EvmBlockActivity } from '../chains/evm/types.js';
@@ -49,7 +50,7 @@ export interface FamilyDeps {
 }
 
 export function evmClient(rpcUrls: string[], timeoutMs = 10_000): PublicClient {
-  const transports = rpcUrls.map((url) => http(url, { timeout: timeoutMs, retryCount: 0 }));
+  const transports = rpcUrls.map((url) => jsonRpcHttp(url, { timeoutMs }));
   // cacheTime 0: viem would otherwise answer getBlockNumber from a 4 s cache, delaying every block.
   return createPublicClient({
     transport: transports.length === 1 ? transports[0]! : fallback(transports),

@@ -8,7 +8,6 @@ import {
   BaseError,
   createPublicClient,
   type Hex,
-  http,
   keccak256,
   type PublicClient,
   TransactionReceiptNotFoundError,
@@ -17,6 +16,7 @@ import {
 import { privateKeyToAccount } from 'viem/accounts';
 import { ConfigError, UpstreamUnavailableError } from '../../errors.js';
 import type { AnchorChain, AnchorInclusion, SignedAnchorTx } from '../anchor-chain.js';
+import { jsonRpcHttp } from './rpc-transport.js';
 
 /** Depth after which an EVM anchor is no longer watched for reorganisations. */
 export const EVM_ANCHOR_FINAL_DEPTH = 64;
@@ -70,7 +70,7 @@ export function evmAnchorChain(options: {
   const client =
     options.client ??
     createPublicClient({
-      transport: http(options.rpcUrl, { timeout: options.timeoutMs ?? 10_000, retryCount: 0 }),
+      transport: jsonRpcHttp(options.rpcUrl, { timeoutMs: options.timeoutMs ?? 10_000 }),
       cacheTime: 0,
     });
   let chainId: number | undefined;
