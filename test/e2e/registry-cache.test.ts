@@ -21,6 +21,16 @@ afterAll(async () => {
   for (const a of anvils) await a.stop();
 });
 
+async function anvilCall(anvil: Anvil, method: string, params: unknown[]): Promise<void> {
+  const response = await fetch(anvil.rpcUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  const body = (await response.json()) as { error?: { message: string } };
+  if (body.error) throw new Error(`${method}: ${body.error.message}`);
+}
+
 async function readRegistry(service: ServiceProcess, token: string, id: string): Promise<RegistryData> {
   const response = await fetch(`${service.url}/api/v1/registry/${id}`, {
     headers: { authorization: `Bearer ${token}` },
@@ -68,6 +78,9 @@ describe.each(backends)('registries kept in memory on %s', (backend) => {
     expect(created.code, created.stderr).toBe(0);
     const token = /lh_[A-Za-z0-9_-]{32}/.exec(created.stdout)![0];
 
+    // Nothing is mined until the reader has kept the registry as pending: on a busy machine the
+    // anchorer's next cut (300 ms) could otherwise be mined between the create and the reads.
+    await anvilCall(anvil, 'evm_setAutomine', [false]);
     const response = await fetch(`${writer.url}/api/v1/registry/create`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
@@ -81,6 +94,8 @@ describe.each(backends)('registries kept in memory on %s', (backend) => {
     const first = await readRegistry(reader, token, id);
     expect(first.anchor?.status).toBe('pending');
     expect(first.revoked_at).toBeNull();
+    await anvilCall(anvil, 'evm_setAutomine', [true]);
+    await anvilCall(anvil, 'evm_mine', []);
 
     const anchored = await waitFor(async () => {
       const r = await readRegistry(writer, token, id);
