@@ -28,6 +28,7 @@ import {
   numberOption,
   onCleanup,
   percent,
+  postJson,
   processCpuSeconds,
   quantile,
   redact,
@@ -227,12 +228,7 @@ async function floor(chain: Chain, receiver: TimingReceiver, options: Options, l
       watchedAddress: chain.to,
       confirmations: 1,
     });
-    const res = await fetch(receiver.url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body,
-    });
-    await res.arrayBuffer();
+    await postJson(receiver.url, body);
     latencies.push(receiver.arrivals.get(hash)! - minedAt);
   }
   return { label, latencies, pollMs: undefined, serverCpu: undefined };
