@@ -1,6 +1,7 @@
 import pino from 'pino';
 import { type Dispatcher, request as undiciRequest } from 'undici';
 import { type RunningApp, type StartOptions, startApp } from '../../src/app.js';
+import { toHeaders } from '../../src/chains/evm/rpc-transport.js';
 import { loadConfig } from '../../src/config.js';
 import { type Backend, createTestEnvironment, type TestEnvironment } from './env.js';
 
@@ -91,11 +92,7 @@ export async function startTestApp(
     } catch {
       // not JSON
     }
-    const seen = new Headers();
-    for (const [name, value] of Object.entries(response.headers)) {
-      for (const v of Array.isArray(value) ? value : [value]) if (v !== undefined) seen.append(name, v);
-    }
-    return { status: response.statusCode, headers: seen, body: parsed, text };
+    return { status: response.statusCode, headers: toHeaders(response.headers), body: parsed, text };
   }
 
   return {

@@ -137,7 +137,8 @@ export function jsonRpcHttp(rawUrl: string, options: JsonRpcHttpOptions = {}): T
     );
 }
 
-function toHeaders(raw: Record<string, string | string[] | undefined>): Headers {
+/** undici's response headers as a fetch `Headers` (what viem's errors and callers expect). */
+export function toHeaders(raw: Record<string, string | string[] | undefined>): Headers {
   const headers = new Headers();
   for (const [name, value] of Object.entries(raw)) {
     if (Array.isArray(value)) for (const v of value) headers.append(name, v);
