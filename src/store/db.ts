@@ -13,6 +13,7 @@ import pg from 'pg';
 import { packageRoot, runningFromSources } from '../shared/package-root.js';
 import { createPlanCache, type PgliteTarget } from './pglite-plans.js';
 import { snapshotPglite } from './pglite-snapshot.js';
+import { keepTextTypes, type TextTypes } from './pglite-types.js';
 import type { PgliteReply, PgliteRequest } from './pglite-worker.js';
 import { QueryTimeoutError } from './unavailable.js';
 
@@ -104,7 +105,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
 async function openPglite(dir: string): Promise<Store> {
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   const client = await PGlite.create(dir);
-  const db = drizzlePglite(withPlanCache(client)) as unknown as Db;
+  const db = drizzlePglite(withPlanCache(client, keepTextTypes(client))) as unknown as Db;
   return {
     kind: 'pglite',
     db,
@@ -134,16 +135,27 @@ async function openPglite(dir: string): Promise<Store> {
  * The client drizzle talks to in this thread: PGlite whose queries, and its transactions' queries,
  * go through the plan cache (pglite-plans.ts), as they do on the worker thread.
  */
-function withPlanCache(client: PGlite): PGlite {
+function withPlanCache(client: PGlite, textTypes: TextTypes): PGlite {
   const plans = createPlanCache({
     serializers: client.serializers,
   });
+  const noTextTypes: ReadonlySet<number> = new Set();
+  const keptAsText = (options: QueryOptions) =>
+    options.parsers ? new Set(Object.keys(options.parsers).map(Number)) : noTextTypes;
   const through = <T extends PgliteTarget>(target: T, inTransaction: boolean): T =>
     new Proxy(target, {
       get(object, key, receiver) {
+        // Parsers passed with a statement keep their types as text (drizzle's, readRows'), as
+        // they do through the worker (PgliteWorkerClient sends their types).
         if (key === 'query')
-          return (text: string, params: unknown[] = [], options: QueryOptions = {}) =>
-            plans.query(object, text, params, options, inTransaction);
+          return async (text: string, params: unknown[] = [], options: QueryOptions = {}) => {
+            const asText = keptAsText(options);
+            const run = textTypes.options(options.rowMode ?? 'object', asText);
+            return textTypes.finish(await plans.query(object, text, params, run, inTransaction), asText);
+          };
+        if (key === 'exec')
+          return async (text: string, options: QueryOptions = {}) =>
+            (await object.exec(text, options)).map((r) => textTypes.finish(r, keptAsText(options)));
         if (key === 'transaction' && !inTransaction)
           return <R>(run: (tx: Transaction) => Promise<R>) =>
             client.transaction((tx) => run(through(tx, true)));

@@ -8,6 +8,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
 import { createPlanCache } from './pglite-plans.js';
 import { snapshotPglite } from './pglite-snapshot.js';
+import { keepTextTypes } from './pglite-types.js';
 
 export type PgliteRequest = { id: number } & (
   | {
@@ -52,6 +53,8 @@ async function serve(): Promise<void> {
   const port = parentPort;
   if (!port) throw new Error('pglite-worker runs as a worker thread');
   const db = await PGlite.create(workerData.dir as string);
+  const textTypes = keepTextTypes(db);
+  const noTextTypes: ReadonlySet<number> = new Set();
   const plans = createPlanCache({
     serializers: db.serializers,
   });
@@ -69,23 +72,25 @@ async function serve(): Promise<void> {
   async function handle(request: PgliteRequest): Promise<unknown> {
     switch (request.op) {
       case 'query': {
-        const parsers = Object.fromEntries((request.textTypes ?? []).map((oid) => [oid, (v: string) => v]));
-        const result = await plans.query(
-          target(request.tx),
-          request.text,
-          request.params ?? [],
-          { rowMode: request.rowMode ?? 'object', parsers },
-          request.tx !== undefined,
+        const asText = request.textTypes ? new Set(request.textTypes) : noTextTypes;
+        const result = textTypes.finish(
+          await plans.query(
+            target(request.tx),
+            request.text,
+            request.params ?? [],
+            textTypes.options(request.rowMode ?? 'object', asText),
+            request.tx !== undefined,
+          ),
+          asText,
         );
         if (request.withoutFields) return { rows: result.rows, affectedRows: result.affectedRows };
         return { rows: result.rows, fields: result.fields, affectedRows: result.affectedRows };
       }
       case 'exec':
-        return (await target(request.tx).exec(request.text)).map((r) => ({
-          rows: r.rows,
-          fields: r.fields,
-          affectedRows: r.affectedRows,
-        }));
+        return (await target(request.tx).exec(request.text)).map((r) => {
+          const { rows, fields, affectedRows } = textTypes.finish(r, noTextTypes);
+          return { rows, fields, affectedRows };
+        });
       case 'begin': {
         // PGlite runs a transaction inside a callback; it is held open until `end` decides.
         const id = nextTx++;
