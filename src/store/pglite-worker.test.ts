@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { isUniqueViolation, openStore, type PgliteWorkerStore, runStatement } from './db.js';
 import { isDatabaseUnavailable } from './unavailable.js';
 
+const rowsOf = <T>(result: unknown): T[] => (result as { rows: T[] }).rows;
+
 /** The embedded database on a worker thread: what the service relies on, and a worker that dies. */
 describe('PGlite on a worker thread', () => {
   let dir: string;
@@ -57,6 +59,35 @@ describe('PGlite on a worker thread', () => {
     const duplicate = await store.db.execute(sql`INSERT INTO probe (id) VALUES (10)`).catch((e) => e);
     expect(isUniqueViolation(duplicate)).toBe(true);
     expect(isDatabaseUnavailable(duplicate)).toBe(false);
+  });
+
+  test('transactions begun together run one at a time, each statement in its own, a failed one undone alone', async () => {
+    // The begin is sent without waiting for it, so each statement reaches the worker while other
+    // transactions are open or still waiting for the database.
+    await store.db.execute(sql`INSERT INTO probe (id, doc) VALUES (100, '{"n": 0}')`);
+    const bump = (i: number) =>
+      store.db.transaction(async (tx) => {
+        const [row] = rowsOf<{ n: number }>(
+          await tx.execute(sql`SELECT (doc->>'n')::int AS n FROM probe WHERE id = 100`),
+        );
+        await tx.execute(
+          sql`UPDATE probe SET doc = jsonb_build_object('n', ${row!.n + 1}::int) WHERE id = 100`,
+        );
+        await tx.execute(sql`INSERT INTO probe (id) VALUES (${200 + i})`);
+        if (i % 4 === 3) throw new Error(`transaction ${i} gives up`);
+      });
+    const outcomes = await Promise.allSettled(Array.from({ length: 12 }, (_, i) => bump(i)));
+    expect(outcomes.map((o) => o.status)).toEqual(
+      Array.from({ length: 12 }, (_, i) => (i % 4 === 3 ? 'rejected' : 'fulfilled')),
+    );
+    const [counter] = rowsOf<{ n: number }>(
+      await store.db.execute(sql`SELECT (doc->>'n')::int AS n FROM probe WHERE id = 100`),
+    );
+    expect(counter!.n).toBe(9);
+    const inserted = rowsOf<{ id: number }>(
+      await store.db.execute(sql`SELECT id FROM probe WHERE id >= 200 ORDER BY id`),
+    );
+    expect(inserted.map((r) => r.id)).toEqual([200, 201, 202, 204, 205, 206, 208, 209, 210]);
   });
 
   test('NOTIFY reaches a listener on the service thread', async () => {

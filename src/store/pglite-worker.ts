@@ -23,7 +23,11 @@ export type PgliteRequest = { id: number } & (
       tx?: number;
     }
   | { op: 'exec'; text: string; tx?: number }
-  | { op: 'begin' }
+  /**
+   * Opens transaction `tx` (numbered by the caller). Sent without waiting for its answer: the
+   * transaction's statements that follow wait for it here, so a transaction costs a trip less.
+   */
+  | { op: 'begin'; tx: number }
   | { op: 'end'; tx: number; commit: boolean }
   | { op: 'listen'; channel: string }
   | { op: 'unlisten'; channel: string }
@@ -59,15 +63,41 @@ async function serve(): Promise<void> {
     serializers: db.serializers,
   });
   const open = new Map<number, { tx: Transaction; finish: (commit: boolean) => void; done: Promise<void> }>();
+  /** Each transaction's begin, until its end: rejected with why it could not begin. */
+  const beginning = new Map<number, Promise<void>>();
   const unlisten = new Map<string, () => Promise<void>>();
-  let nextTx = 1;
 
-  const target = (tx: number | undefined) => {
+  async function target(tx: number | undefined) {
     if (tx === undefined) return db;
+    await beginning.get(tx);
     const entry = open.get(tx);
     if (!entry) throw new Error(`transaction ${tx} is not open`);
     return entry.tx;
-  };
+  }
+
+  /** PGlite runs a transaction inside a callback; it is held open until `end` decides. */
+  function begin(id: number): Promise<void> {
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    let finish!: (commit: boolean) => void;
+    const decided = new Promise<boolean>((resolve) => {
+      finish = resolve;
+    });
+    const done = db
+      .transaction(async (tx) => {
+        open.set(id, { tx, finish, done });
+        entered();
+        if (!(await decided)) throw ROLLBACK;
+      })
+      .catch((err) => {
+        if (err !== ROLLBACK) throw err;
+      });
+    return Promise.race([inside, done]).then(() => {
+      if (!open.has(id)) throw new Error('the transaction could not begin');
+    });
+  }
 
   async function handle(request: PgliteRequest): Promise<unknown> {
     switch (request.op) {
@@ -75,7 +105,7 @@ async function serve(): Promise<void> {
         const asText = request.textTypes ? new Set(request.textTypes) : noTextTypes;
         const result = textTypes.finish(
           await plans.query(
-            target(request.tx),
+            await target(request.tx),
             request.text,
             request.params ?? [],
             textTypes.options(request.rowMode ?? 'object', asText),
@@ -87,37 +117,30 @@ async function serve(): Promise<void> {
         return { rows: result.rows, fields: result.fields, affectedRows: result.affectedRows };
       }
       case 'exec':
-        return (await target(request.tx).exec(request.text)).map((r) => {
+        return (await (await target(request.tx)).exec(request.text)).map((r) => {
           const { rows, fields, affectedRows } = textTypes.finish(r, noTextTypes);
           return { rows, fields, affectedRows };
         });
       case 'begin': {
-        // PGlite runs a transaction inside a callback; it is held open until `end` decides.
-        const id = nextTx++;
-        let entered!: () => void;
-        const inside = new Promise<void>((resolve) => {
-          entered = resolve;
-        });
-        let finish!: (commit: boolean) => void;
-        const decided = new Promise<boolean>((resolve) => {
-          finish = resolve;
-        });
-        const done = db
-          .transaction(async (tx) => {
-            open.set(id, { tx, finish, done });
-            entered();
-            if (!(await decided)) throw ROLLBACK;
-          })
-          .catch((err) => {
-            if (err !== ROLLBACK) throw err;
-          });
-        await Promise.race([inside, done]);
-        if (!open.has(id)) throw new Error('the transaction could not begin');
-        return id;
+        // Registered before anything is awaited: the next message may be this transaction's.
+        const begun = begin(request.tx);
+        beginning.set(request.tx, begun);
+        await begun;
+        return null;
       }
       case 'end': {
+        const begun = beginning.get(request.tx);
+        beginning.delete(request.tx);
+        // A rollback of a transaction that never began has nothing to undo.
+        const began = await begun?.then(
+          () => true,
+          () => false,
+        );
         const entry = open.get(request.tx);
-        if (!entry) throw new Error(`transaction ${request.tx} is not open`);
+        if (!entry) {
+          if (began === false && !request.commit) return null;
+          throw new Error(`transaction ${request.tx} is not open`);
+        }
         entry.finish(request.commit);
         try {
           await entry.done;
