@@ -35,6 +35,8 @@ export interface CatchUpDeps<Activity> {
 export interface RoundStart {
   announced?: ChainTip;
   cursor?: Cursor;
+  /** The head when the follower started: a network without a cursor begins there (follower.ts). */
+  startedAt?: Promise<ChainTip | undefined>;
 }
 
 /**
@@ -47,8 +49,12 @@ export function createCatchUp<Activity>(
   const { db, source, state, releaser, status, following, commit } = deps;
   const { reorganise, tipReplaced } = deps.reorgs;
 
-  /** A new network starts at the current head: history before the first start is not replayed. */
-  async function initialise(tip: ChainTip): Promise<Cursor> {
+  /**
+   * A new network starts at the head of when its follower started, or the current one if that is
+   * lower (the node switched to a shorter branch) or unknown: history before is not replayed.
+   */
+  async function initialise(current: ChainTip, startedAt: ChainTip | undefined): Promise<Cursor> {
+    const tip = startedAt && startedAt.height <= current.height ? startedAt : current;
     const block = await source.block(tip.height);
     if (!block) throw new Error(`the node reported block ${tip.height} as its tip but does not serve it`);
     return state.initialise(block);
@@ -67,7 +73,7 @@ export function createCatchUp<Activity>(
     if (!cursor) {
       // A new network starts at a head the node serves: its own, not one announced ahead of it.
       if (start.announced) tip = await source.tip();
-      cursor = await initialise(tip);
+      cursor = await initialise(tip, await start.startedAt);
     }
     const head = tip.height;
     status.head = head;

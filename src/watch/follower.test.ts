@@ -29,6 +29,8 @@ interface Followed {
   follower: Follower;
   /** The source's tip() calls. */
   tips: () => number;
+  /** The source's tip() calls answered. */
+  tipsAnswered: () => number;
   /** The follower's reads through the database handle (select): its cursor, outside reorganisations. */
   reads: () => number;
   /** Heights of the blocks matched (each once, when committed), in order. */
@@ -92,9 +94,16 @@ describe.each(backends)('follower (%s)', (backend) => {
   /** A follower of `on` reading blocks through the proxy and heads from anvil's WebSocket. */
   function follow(
     on: Network,
-    options: { pollIntervalMs?: number; lockRetryMs?: number; failTransaction?: () => boolean } = {},
+    options: {
+      pollIntervalMs?: number;
+      lockRetryMs?: number;
+      failTransaction?: () => boolean;
+      /** Awaited before the network's lock is asked for (a first round slow to get going). */
+      beforeLock?: Promise<void>;
+    } = {},
   ): Followed {
     let tips = 0;
+    let tipsAnswered = 0;
     let reads = 0;
     let inFlight = 0;
     let mostInFlight = 0;
@@ -105,9 +114,11 @@ describe.each(backends)('follower (%s)', (backend) => {
     });
     const counted: BlockSource<EvmBlockActivity> = {
       ...source,
-      tip: () => {
+      tip: async () => {
         tips++;
-        return source.tip();
+        const tip = await source.tip();
+        tipsAnswered++;
+        return tip;
       },
     };
     const db = new Proxy(store.db, {
@@ -138,11 +149,21 @@ describe.each(backends)('follower (%s)', (backend) => {
       logger,
       pollIntervalMs: options.pollIntervalMs ?? NEVER_MS,
       lockRetryMs: options.lockRetryMs ?? 50,
-      acquireLock: () => store.tryLock(`follower:${on.name}`),
+      acquireLock: async () => {
+        await options.beforeLock;
+        return store.tryLock(`follower:${on.name}`);
+      },
     });
     running.push(follower);
     follower.start();
-    return { follower, tips: () => tips, reads: () => reads, matched, mostInFlight: () => mostInFlight };
+    return {
+      follower,
+      tips: () => tips,
+      tipsAnswered: () => tipsAnswered,
+      reads: () => reads,
+      matched,
+      mostInFlight: () => mostInFlight,
+    };
   }
 
   const reached = (f: Followed, height: number) =>
@@ -155,9 +176,9 @@ describe.each(backends)('follower (%s)', (backend) => {
         throw new Error(`${err.message} (${f.follower.status().lastError})`);
       },
     );
-    // The subscription's own wake-up (blocks mined while subscribing) asks for the tip: the first
-    // round's and its round's.
-    await waitFor(() => (f.tips() >= 2 ? true : undefined), 'the subscription to wake the follower');
+    // The subscription's own wake-up (blocks mined while subscribing) asks for the tip: the start's,
+    // the first round's and its round's.
+    await waitFor(() => (f.tips() >= 3 ? true : undefined), 'the subscription to wake the follower');
     const height = await mine();
     await reached(f, height);
     return height;
@@ -184,6 +205,21 @@ describe.each(backends)('follower (%s)', (backend) => {
     expect(f.reads() - reads).toBe(0);
     expect(f.follower.status().head).toBe(height);
     expect(f.matched.filter((h) => h > from)).toEqual(consecutive(from + 1, height));
+  });
+
+  test('a network new to the database begins at the head of when its follower started: a block mined before its first round got going is followed', async () => {
+    let letGo!: () => void;
+    const beforeLock = new Promise<void>((resolve) => {
+      letGo = resolve;
+    });
+    const f = follow(network(), { beforeLock });
+    // The follower has started and its node has told it the head; its first round waits for the lock.
+    await waitFor(() => (f.tipsAnswered() >= 1 ? true : undefined), 'the head at the start');
+    const mined = await mine();
+    expect(f.follower.status().height).toBeNull();
+    letGo();
+    await reached(f, mined);
+    expect(f.matched).toEqual([mined]);
   });
 
   test('a failed round forgets the cursor: the next reads it, and no block is missed', async () => {

@@ -89,6 +89,13 @@ export function createFollower<Activity>(deps: FollowerDeps<Activity>) {
    * taken (anew), as another process may have moved it meanwhile.
    */
   let cursor: Cursor | undefined;
+  /**
+   * The head the node reported as the follower started (at the first subscription's arrival, or
+   * the devnet's start): where a network new to the database begins, so a subscription is watched
+   * from the block after it however long the first round takes to get going (the lock, a busy
+   * database). Undefined when the node did not answer: the first round's head is taken instead.
+   */
+  let startedAt: Promise<ChainTip | undefined> | undefined;
   const lock = networkLock(deps, log, () => {
     cursor = undefined;
   });
@@ -145,7 +152,7 @@ export function createFollower<Activity>(deps: FollowerDeps<Activity>) {
           return deps.lockRetryMs ?? 2_000;
         }
         // Both are taken: a round that fails leaves no cursor, so the next one reads it.
-        const start = { announced, cursor };
+        const start = { announced, cursor, startedAt };
         announced = undefined;
         cursor = undefined;
         cursor = await catchUp(start);
@@ -171,6 +178,7 @@ export function createFollower<Activity>(deps: FollowerDeps<Activity>) {
       if (running) return;
       running = true;
       cursor = undefined;
+      startedAt = source.tip().catch(() => undefined);
       loopDone = loop();
       stopHeads = source.watchHeads?.((tip) => {
         if (tip) announced = tip;
