@@ -387,15 +387,20 @@ async function benchHello(options: Options, label: string): Promise<Row> {
 }
 
 /**
- * The floor under create on PostgreSQL (bench/bare-create.ts): fastify and node-postgres writing the
- * same rows with the same statement, one create per statement, and none of Ledgerhook's work. What
- * no create of ours can beat on this machine: its distance to the target is not in our code.
+ * A floor on PostgreSQL: fastify and node-postgres alone (`script`) serving one route with the
+ * statement Ledgerhook's route runs, and none of Ledgerhook's work. What no request of ours can beat
+ * on this machine: its distance to the target is not in our code.
  */
-async function benchCreateFloor(options: Options, databaseUrl: string): Promise<Row> {
+async function benchFloor(
+  options: Options,
+  databaseUrl: string,
+  script: string,
+  target: (base: string) => Target,
+): Promise<Row> {
   const port = await freePort();
   const server = startServer(
-    'create floor server',
-    ['bench/bare-create.ts'],
+    `floor server (${script})`,
+    [script],
     cleanEnv({
       PORT: String(port),
       LOG_LEVEL: options.logLevel,
@@ -406,19 +411,37 @@ async function benchCreateFloor(options: Options, databaseUrl: string): Promise<
   try {
     const base = `http://127.0.0.1:${port}`;
     await waitUntilServing(server, `${base}/`);
-    const target: Target = {
-      label: 'create floor: fastify + pg alone',
-      url: `${base}/api/v1/registry/create`,
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: CREATE_BODY,
-      expectStatus: 201,
-    };
-    await preflight(target);
-    return await measure(target, options, server);
+    const floor = target(base);
+    await preflight(floor);
+    return await measure(floor, options, server);
   } finally {
     await stopServer(server);
   }
+}
+
+/** The floor under create (bench/bare-create.ts): the same rows, one create per statement. */
+function benchCreateFloor(options: Options, databaseUrl: string): Promise<Row> {
+  return benchFloor(options, databaseUrl, 'bench/bare-create.ts', (base) => ({
+    label: 'create floor: fastify + pg alone',
+    url: `${base}/api/v1/registry/create`,
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: CREATE_BODY,
+    expectStatus: 201,
+  }));
+}
+
+/**
+ * The floor under registry get among many (bench/bare-get.ts): the same registries at random, read
+ * with the statement of a get, one statement per request.
+ */
+function benchGetFloor(options: Options, databaseUrl: string, paths: readonly string[]): Promise<Row> {
+  return benchFloor(options, databaseUrl, 'bench/bare-get.ts', (base) => ({
+    label: `get floor: fastify + pg alone (${grouped(paths.length)} at random)`,
+    url: `${base}${paths[0]!}`,
+    paths,
+    expectStatus: 200,
+  }));
 }
 
 /** Variables of the bench's own environment that would change anchoring (or the networks) of a run. */
@@ -548,6 +571,8 @@ interface LedgerhookRuns<T> {
   rows: Row[];
   createBefore: Row;
   createAfter: Row;
+  /** The get floor's run (PostgreSQL only), right after the random get's. */
+  getFloor: Row | undefined;
   backend: string;
   /** What `between` returned. */
   between: T;
@@ -605,6 +630,9 @@ async function benchLedgerhook<T>(
       paths: manyIds.map((id) => `/api/v1/registry/${id}`),
     };
     const getManyRow = await measure(getMany, options, lh.server);
+    const getFloor = options.databaseUrl
+      ? await benchGetFloor(options, options.databaseUrl, getMany.paths!)
+      : undefined;
     const lookupRow = await measure(lookup, options, lh.server);
     const result = await between(createBefore.warmupResponses);
     const createAfter = await measure({ ...create, label: 'registry create (after)' }, options, lh.server);
@@ -612,6 +640,7 @@ async function benchLedgerhook<T>(
       rows: [combine('registry create', createBefore, createAfter), getRow, getManyRow, lookupRow],
       createBefore,
       createAfter,
+      getFloor,
       backend: lh.backend,
       between: result,
     };
@@ -1020,6 +1049,7 @@ async function main(): Promise<void> {
     rows,
     createBefore,
     createAfter,
+    getFloor,
     backend,
     between: anchoringRuns,
   } = await benchLedgerhook(options, dataDir, chain, async (createWarmup) =>
@@ -1039,6 +1069,7 @@ async function main(): Promise<void> {
   const all = [
     hello,
     ...rows,
+    ...(getFloor ? [getFloor] : []),
     ...(floor ? [floor] : []),
     ...(anchoringRuns ? [anchoringRuns.twin, anchoringRuns.anchoring.row] : []),
   ];
@@ -1057,6 +1088,12 @@ async function main(): Promise<void> {
         ? [
             `create floor: the same rows written by fastify + pg alone, a statement per create (bench/bare-create.ts): ` +
               `registry create is ${((create.reqPerSec / floor.reqPerSec) * 100).toFixed(0)}% of it`,
+          ]
+        : []),
+      ...(getFloor
+        ? [
+            `get floor: the same registries read at random by fastify + pg alone, a statement per get (bench/bare-get.ts): ` +
+              `registry get at random is ${((rows[2]!.reqPerSec / getFloor.reqPerSec) * 100).toFixed(0)}% of it`,
           ]
         : []),
       ...(anchoringRuns
