@@ -387,15 +387,17 @@ async function benchHello(options: Options, label: string): Promise<Row> {
 }
 
 /**
- * A floor on PostgreSQL: fastify and node-postgres alone (`script`) serving one route with the
+ * A floor: fastify and node-postgres (or PGlite) alone (`script`) serving one route with the
  * statement Ledgerhook's route runs, and none of Ledgerhook's work. What no request of ours can beat
- * on this machine: its distance to the target is not in our code.
+ * on this machine: its distance to the target is not in our code. `database` is DATABASE_URL or
+ * PGLITE_DIR for the script.
  */
 async function benchFloor(
   options: Options,
-  databaseUrl: string,
+  database: Record<string, string>,
   script: string,
   target: (base: string) => Target,
+  verify: (body: string) => void = () => {},
 ): Promise<Row> {
   const port = await freePort();
   const server = startServer(
@@ -405,14 +407,14 @@ async function benchFloor(
       PORT: String(port),
       LOG_LEVEL: options.logLevel,
       EXIT_WITH_STDIN: '1',
-      DATABASE_URL: databaseUrl,
+      ...database,
     }),
   );
   try {
     const base = `http://127.0.0.1:${port}`;
     await waitUntilServing(server, `${base}/`);
     const floor = target(base);
-    await preflight(floor);
+    verify(await preflight(floor));
     return await measure(floor, options, server);
   } finally {
     await stopServer(server);
@@ -421,7 +423,7 @@ async function benchFloor(
 
 /** The floor under create (bench/bare-create.ts): the same rows, one create per statement. */
 function benchCreateFloor(options: Options, databaseUrl: string): Promise<Row> {
-  return benchFloor(options, databaseUrl, 'bench/bare-create.ts', (base) => ({
+  return benchFloor(options, { DATABASE_URL: databaseUrl }, 'bench/bare-create.ts', (base) => ({
     label: 'create floor: fastify + pg alone',
     url: `${base}/api/v1/registry/create`,
     method: 'POST',
@@ -433,15 +435,32 @@ function benchCreateFloor(options: Options, databaseUrl: string): Promise<Row> {
 
 /**
  * The floor under registry get among many (bench/bare-get.ts): the same registries at random, read
- * with the statement of a get, one statement per request.
+ * with the statement of a get, one statement per request, from the PostgreSQL database or the
+ * PGlite directory (not in use: PGlite opens a directory in one process only) Ledgerhook read.
  */
-function benchGetFloor(options: Options, databaseUrl: string, paths: readonly string[]): Promise<Row> {
-  return benchFloor(options, databaseUrl, 'bench/bare-get.ts', (base) => ({
-    label: `get floor: fastify + pg alone (${grouped(paths.length)} at random)`,
-    url: `${base}${paths[0]!}`,
-    paths,
-    expectStatus: 200,
-  }));
+function benchGetFloor(
+  options: Options,
+  database: { DATABASE_URL: string } | { PGLITE_DIR: string },
+  paths: readonly string[],
+): Promise<Row> {
+  const alone = 'DATABASE_URL' in database ? 'pg' : 'PGlite';
+  return benchFloor(
+    options,
+    database,
+    'bench/bare-get.ts',
+    (base) => ({
+      label: `get floor: fastify + ${alone} alone (${grouped(paths.length)} at random)`,
+      url: `${base}${paths[0]!}`,
+      paths,
+      expectStatus: 200,
+    }),
+    (body) => {
+      // The registry asked for, as the statement gives it: a JSON array, its id first.
+      const row = (JSON.parse(body) as { data: unknown[] }).data;
+      if (`/api/v1/registry/${row[0]}` !== paths[0])
+        throw new Error(`get floor: answered ${body.slice(0, 200)}`);
+    },
+  );
 }
 
 /** Variables of the bench's own environment that would change anchoring (or the networks) of a run. */
@@ -571,8 +590,10 @@ interface LedgerhookRuns<T> {
   rows: Row[];
   createBefore: Row;
   createAfter: Row;
-  /** The get floor's run (PostgreSQL only), right after the random get's. */
+  /** The get floor's run on PostgreSQL, right after the random get's. */
   getFloor: Row | undefined;
+  /** The random get's paths. */
+  manyPaths: readonly string[];
   backend: string;
   /** What `between` returned. */
   between: T;
@@ -631,7 +652,7 @@ async function benchLedgerhook<T>(
     };
     const getManyRow = await measure(getMany, options, lh.server);
     const getFloor = options.databaseUrl
-      ? await benchGetFloor(options, options.databaseUrl, getMany.paths!)
+      ? await benchGetFloor(options, { DATABASE_URL: options.databaseUrl }, getMany.paths!)
       : undefined;
     const lookupRow = await measure(lookup, options, lh.server);
     const result = await between(createBefore.warmupResponses);
@@ -641,6 +662,7 @@ async function benchLedgerhook<T>(
       createBefore,
       createAfter,
       getFloor,
+      manyPaths: getMany.paths!,
       backend: lh.backend,
       between: result,
     };
@@ -1049,7 +1071,8 @@ async function main(): Promise<void> {
     rows,
     createBefore,
     createAfter,
-    getFloor,
+    getFloor: postgresGetFloor,
+    manyPaths,
     backend,
     between: anchoringRuns,
   } = await benchLedgerhook(options, dataDir, chain, async (createWarmup) =>
@@ -1062,6 +1085,10 @@ async function main(): Promise<void> {
   );
   const create = rows[0]!;
   const floor = options.databaseUrl ? await benchCreateFloor(options, options.databaseUrl) : undefined;
+  // PGlite's floor opens the directory the first Ledgerhook used, now that it has stopped.
+  const getFloor =
+    postgresGetFloor ??
+    (await benchGetFloor(options, { PGLITE_DIR: path.join(dataDir, 'pglite') }, manyPaths));
   const after = await benchHello(options, 'hello-world (after)');
   const hello = combine('hello-world (reference)', before, after);
   const spread = Math.abs(before.reqPerSec - after.reqPerSec) / hello.reqPerSec;
@@ -1092,7 +1119,7 @@ async function main(): Promise<void> {
         : []),
       ...(getFloor
         ? [
-            `get floor: the same registries read at random by fastify + pg alone, a statement per get (bench/bare-get.ts): ` +
+            `get floor: the same registries read at random by fastify + ${options.databaseUrl ? 'pg' : 'PGlite'} alone, a statement per get (bench/bare-get.ts): ` +
               `registry get at random is ${((rows[2]!.reqPerSec / getFloor.reqPerSec) * 100).toFixed(0)}% of it`,
           ]
         : []),
