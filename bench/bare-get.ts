@@ -7,17 +7,18 @@
 // PGlite data directory, opened on the event loop's thread, a statement at a time (PGlite runs one).
 
 import { PGlite } from '@electric-sql/pglite';
-import { getTableColumns, inArray, sql } from 'drizzle-orm';
+import { inArray, sql } from 'drizzle-orm';
 import { QueryBuilder } from 'drizzle-orm/pg-core';
 import Fastify from 'fastify';
 import pg from 'pg';
-import { anchorColumns, leafJoin } from '../src/anchor/leaves.js';
+import { leafJoin } from '../src/anchor/leaves.js';
+import { anchoredRowColumns } from '../src/registry/context.js';
 import { registries } from '../src/registry/schema.js';
 import { exitWhenStopped } from './child-server.js';
 
 // The columns of reads.ts's hot read, in its order: the registry's, then the anchoring's.
 const columns = sql.join(
-  [...Object.values(getTableColumns(registries)), ...Object.values(anchorColumns)],
+  anchoredRowColumns.map(([, , column]) => column),
   sql`, `,
 );
 const text = new QueryBuilder()
