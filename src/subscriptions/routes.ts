@@ -120,8 +120,9 @@ const CreateBody = Type.Object(
             {},
             {
               additionalProperties: true,
+              maxProperties: 4,
               description:
-                'CONTRACT_LOG_EVENT with an ABI: equality on indexed arguments by name, each a value or a list of values (any of them), given plain: an address, a decimal string for integers, true/false, hex for bytes, the string itself (indexed string, bytes and arrays are compared by their keccak-256 hash, as the topic holds them)',
+                'CONTRACT_LOG_EVENT with an ABI: equality on indexed arguments by name (an event has at most four indexed ones; at most 1,000 values each, 256 KiB in all), each a value or a list of values (any of them), given plain: an address, a decimal string for integers, true/false, hex for bytes, the string itself (indexed string, bytes and arrays are compared by their keccak-256 hash, as the topic holds them)',
             },
           ),
         ),

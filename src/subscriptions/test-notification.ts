@@ -4,7 +4,8 @@
  */
 import { eq } from 'drizzle-orm';
 import { type AbiParameter, encodeAbiParameters, getAddress, type Hex, zeroAddress } from 'viem';
-import { decodeFollowedLog } from '../chains/evm/events.js';
+import { minimumEncodedBytes } from '../chains/evm/abi-encoded-size.js';
+import { decodeFollowedLog, MAX_EVENT_DATA_BYTES } from '../chains/evm/events.js';
 import type { Network } from '../chains/networks.js';
 import { ConflictError } from '../errors.js';
 import { enqueueNotifications, newNotificationId } from '../notify/outbox.js';
@@ -85,6 +86,11 @@ function sampleEventPayload(
 ): Record<string, unknown> {
   const { event } = sub.contractEvent!;
   const inputs = event.abi?.inputs ?? [];
+  // Events are bounded when created; one stored before the bound could declare more than any log holds.
+  if (minimumEncodedBytes(inputs) > MAX_EVENT_DATA_BYTES)
+    throw new ConflictError(
+      `The event's arguments take more than ${MAX_EVENT_DATA_BYTES} bytes encoded, more than a log can carry: no sample can be made of it`,
+    );
   const indexed = event.topicCount === null ? 0 : inputs.filter((i) => i.indexed).length;
   const topics: Hex[] = [
     ...(event.topic0 ? [event.topic0] : []),

@@ -3,15 +3,16 @@
  * follows, its filter on indexed arguments compiled to topic values, and the decoding of a matching
  * log into JSON-ready arguments.
  *
- * All ABI work is viem's (parsing, type validation, selectors, topic encoding, log decoding). The one
- * thing viem does not offer is the topic of an indexed array or struct (`encodeEventTopics` refuses
- * them), so {@link inPlaceEncoding} follows Solidity's rule for those, built on viem's encoders; the
- * tests check it against logs emitted by solc-compiled code.
+ * viem encodes and decodes (topics, log data). What it does not offer is the topic of an indexed
+ * array or struct (`encodeEventTopics` refuses them), so {@link inPlaceEncoding} follows Solidity's
+ * rule for those, built on viem's encoders; the tests check it against logs emitted by
+ * solc-compiled code. Signatures and types are read by our own parser (event-signature.ts), which
+ * keeps nothing between requests and bounds what it reads: nesting, and the least data an event's
+ * arguments take, since no log can carry more than a block can pay for.
  */
 import {
   type AbiEvent,
   type AbiParameter,
-  BaseError,
   concat,
   decodeEventLog,
   type EncodeEventTopicsParameters,
@@ -22,13 +23,20 @@ import {
   isAddress,
   keccak256,
   padHex,
-  parseAbiItem,
-  parseAbiParameter,
+  stringToBytes,
   stringToHex,
-  toEventSelector,
   toEventSignature,
 } from 'viem';
 import type { FieldError } from '../../errors.js';
+import { decodesWithinData, minimumEncodedBytes } from './abi-encoded-size.js';
+import {
+  arrayShape,
+  canonicalElementaryType,
+  elementaryTypeHint,
+  type Param,
+  typeDepth,
+} from './abi-types.js';
+import { MAX_TYPE_DEPTH, parseEventSignature, SignatureSyntaxError } from './event-signature.js';
 
 /** A followed event as stored (JSON, in a jsonb column) and as the matcher uses it. */
 export interface FollowedEvent {
@@ -58,19 +66,19 @@ export interface LogLike {
 export const MAX_FILTER_VALUES = 1000;
 /** Longest event description accepted (a signature, or a fragment's JSON). */
 const MAX_EVENT_LENGTH = 4096;
+/**
+ * The most data an event's arguments may need at least (every array and string empty). A log's data
+ * costs 8 gas a byte and its memory more: 1 MiB costs some 10 million gas, and no real event needs
+ * a thousandth of it. Whatever is built from an event (a sample, a decoded log) stays within it.
+ */
+export const MAX_EVENT_DATA_BYTES = 1024 * 1024;
+/** Longest filter accepted, as JSON: 1,000 addresses for each of three indexed arguments fit. */
+const MAX_FILTER_LENGTH = 256 * 1024;
 
 const EVENT_POINTER = ['attr', 'event'] as const;
 const FILTER_POINTER = ['attr', 'filter'] as const;
 const EXAMPLE =
   'e.g. "event Transfer(address indexed from, address indexed to, uint256 value)", a JSON ABI event fragment, or a topic0 (0x and 64 hex digits)';
-
-/** An ABI parameter as this module walks it (viem's types are unions too narrow to build or walk generically). */
-interface Param {
-  type: string;
-  name?: string;
-  indexed?: boolean;
-  components?: readonly Param[];
-}
 
 type Segment = string | number;
 
@@ -87,6 +95,11 @@ export function parseFollowedEvent(
   filter?: unknown,
 ): { event: FollowedEvent } | { errors: FieldError[] } {
   const errors: FieldError[] = [];
+  // The cheap check first: a filter's size bounds the hashing and the errors it can cost.
+  if (isPlainObject(filter) && JSON.stringify(filter).length > MAX_FILTER_LENGTH) {
+    const detail = `is too long: a filter may have at most ${MAX_FILTER_LENGTH} characters as JSON`;
+    return { errors: [{ pointer: pointer(FILTER_POINTER), detail }] };
+  }
   const parsed = parseEvent(event, errors);
   if (parsed === undefined) {
     if (filter !== undefined && !isPlainObject(filter)) errors.push(filterNotObject(filter));
@@ -107,7 +120,8 @@ function followed(abi: AbiEvent, filter: (Hex[] | null)[]): FollowedEvent {
   const signature = toEventSignature(abi);
   return {
     abi,
-    topic0: abi.anonymous ? null : toEventSelector(signature),
+    // Hashed here, not by toEventSelector, whose cache of signatures holds up to 8,192 of them.
+    topic0: abi.anonymous ? null : keccak256(stringToBytes(signature)),
     signature,
     topicCount: indexed + (abi.anonymous ? 0 : 1),
     filter,
@@ -164,53 +178,38 @@ function parseEventString(raw: string, errors: FieldError[]): ParsedEvent | unde
 }
 
 /**
- * A human-readable signature, through viem's parser. Accepted beyond what viem takes: no leading
- * "event", free whitespace and line breaks (pasted from source), a trailing ";", `tuple(…)` for a
- * tuple, and a trailing "anonymous" (Solidity's syntax, which abitype's parser does not take).
+ * A human-readable signature, read into a fragment (event-signature.ts) and checked as one; each
+ * problem is reported at #/attr/event, saying which argument it is about.
  */
 function parseSignature(text: string, errors: FieldError[]): AbiEvent | undefined {
-  let signature = text
-    .replace(/;$/, '')
-    .replace(/\s+/g, ' ')
-    .replace(/\s*([(,])\s*/g, '$1')
-    .replace(/\s+([),])/g, '$1')
-    .replace(/\btuple\(/g, '(')
-    .trim();
-  const anonymous = / anonymous$/.test(signature);
-  if (anonymous) signature = signature.slice(0, -' anonymous'.length);
-  if (!signature.startsWith('event ')) signature = `event ${signature}`;
-  let item: ReturnType<typeof parseAbiItem>;
+  let parsed: ReturnType<typeof parseEventSignature>;
   try {
-    item = parseAbiItem(signature);
+    parsed = parseEventSignature(text);
   } catch (error) {
-    errors.push(eventError([], `is not a valid event signature (${reason(error)}); ${EXAMPLE}`));
+    if (!(error instanceof SignatureSyntaxError)) throw error;
+    errors.push(eventError([], `is not a valid event signature: ${error.message}; ${EXAMPLE}`));
     return undefined;
   }
-  if (item.type !== 'event') {
-    errors.push(eventError([], `describes ${article(item.type)}, not an event; ${EXAMPLE}`));
-    return undefined;
+  const found: FieldError[] = [];
+  const fragment = { type: 'event', name: parsed.name, inputs: parsed.inputs, anonymous: parsed.anonymous };
+  const abi = parseFragment(fragment, found);
+  for (const error of found) {
+    const place = signaturePlace(error.pointer ?? '');
+    errors.push(eventError([], place ? `${place}: ${error.detail}` : error.detail));
   }
-  // abitype caches parsed parameters and shares them between results: never hand out its objects.
-  const abi: AbiEvent = structuredClone(item);
-  if (anonymous) abi.anonymous = true;
-  const before = errors.length;
-  checkEvent(abi, () => [], errors);
-  return errors.length === before ? abi : undefined;
+  return abi;
 }
 
-/** A viem/abitype error's own words, without its docs links and version lines. */
-function reason(error: unknown): string {
-  if (error instanceof BaseError) {
-    return [error.shortMessage, ...(error.metaMessages ?? [])]
-      .map((line) => line.trim())
-      .filter((line) => line !== '' && !line.startsWith('Version:'))
-      .join(' ');
+/** Where a fragment's pointer is in the signature it was read from, in words: "argument 2, member 1". */
+function signaturePlace(at: string): string {
+  const segments = at.split('/').slice(EVENT_POINTER.length + 1);
+  const place: string[] = [];
+  for (let i = 0; i + 1 < segments.length; i++) {
+    const position = Number(segments[i + 1]) + 1;
+    if (segments[i] === 'inputs') place.push(`argument ${position}`);
+    else if (segments[i] === 'components') place.push(`member ${position}`);
   }
-  if (error instanceof Error && 'shortMessage' in error && typeof error.shortMessage === 'string') {
-    const meta = 'metaMessages' in error && Array.isArray(error.metaMessages) ? error.metaMessages : [];
-    return [error.shortMessage, ...meta.filter((line) => typeof line === 'string')].join(' ');
-  }
-  return error instanceof Error ? error.message : String(error);
+  return place.join(', ');
 }
 
 // --- JSON ABI fragments ------------------------------------------------------------------------
@@ -250,7 +249,7 @@ function parseFragment(fragment: Record<string, unknown>, errors: FieldError[]):
     errors.push(eventError(['inputs'], `must be an array of parameters; got ${describe(fragment.inputs)}`));
   if (errors.length > before) return undefined;
   const abi = asAbiEvent(String(fragment.name), inputs, fragment.anonymous === true);
-  checkEvent(abi, (path) => path, errors);
+  checkEvent(abi, errors);
   return errors.length === before ? abi : undefined;
 }
 
@@ -345,53 +344,62 @@ function fragmentType(
 }
 
 function leafType(type: string): { type: string } | { error: string } {
-  if (!PLAIN_TYPE.test(type)) return { error: `is not a valid ABI type: ${JSON.stringify(type)}` };
-  try {
-    return { type: parseAbiParameter(type).type };
-  } catch (error) {
-    return { error: `is not a valid ABI type: ${JSON.stringify(type)} (${reason(error)})` };
+  const base = type.replace(/(\[\d*\])+$/, '');
+  const canonical = PLAIN_TYPE.test(type) ? canonicalElementaryType(base) : undefined;
+  if (canonical === undefined) {
+    const hint = elementaryTypeHint(base);
+    return { error: `${JSON.stringify(type)} is not a valid ABI type${hint ? ` (${hint})` : ''}` };
   }
+  return { type: canonical + type.slice(base.length) };
 }
 
 // --- Checks common to both forms --------------------------------------------------------------
 
-/** Maps a path inside the fragment to the pointer of an error (a signature string has only one). */
-type PathOf = (path: Segment[]) => Segment[];
-
-/** Rules Solidity enforces that the parsers do not: indexed count, unique names, no function types. */
-function checkEvent(abi: AbiEvent, at: PathOf, errors: FieldError[]): void {
+/**
+ * Rules Solidity enforces that the parsers do not (indexed count, unique names, no function types),
+ * and the bounds of what can be built from the event: its nesting and the least data it takes.
+ */
+function checkEvent(abi: AbiEvent, errors: FieldError[]): void {
   const inputs = inputsOf(abi);
   const limit = abi.anonymous ? 4 : 3;
   const indexed = inputs.filter((input) => input.indexed === true).length;
   if (indexed > limit) {
     const detail = `has ${indexed} indexed arguments; an ${abi.anonymous ? 'anonymous ' : ''}event can have at most ${limit}`;
-    errors.push(eventError(at(['inputs']), detail));
+    errors.push(eventError(['inputs'], detail));
   }
-  checkParams(inputs, ['inputs'], at, errors);
+  const before = errors.length;
+  checkParams(inputs, ['inputs'], errors);
+  if (errors.length > before) return;
+  const bytes = minimumEncodedBytes(inputs);
+  if (bytes > MAX_EVENT_DATA_BYTES) {
+    const least =
+      Number.isFinite(bytes) && bytes < 1e15 ? `${bytes} bytes` : 'more bytes than can be counted';
+    const detail = `takes at least ${least} encoded, more than a log can carry (at most ${MAX_EVENT_DATA_BYTES} bytes are allowed): look at its fixed-size arrays`;
+    errors.push(eventError(['inputs'], detail));
+  }
 }
 
-function checkParams(params: readonly Param[], path: Segment[], at: PathOf, errors: FieldError[]): void {
+function checkParams(params: readonly Param[], path: Segment[], errors: FieldError[]): void {
   const seen = new Set<string>();
   params.forEach((param, i) => {
     const key = argKey(param, i);
     if (seen.has(key)) {
       errors.push(
-        eventError(at([...path, i, 'name']), `names two arguments "${key}"; argument names must be unique`),
+        eventError([...path, i, 'name'], `names two arguments "${key}"; argument names must be unique`),
       );
     }
     seen.add(key);
-    const base = param.type.replace(/\[.*$/, '');
-    if (base === 'function') {
-      errors.push(
-        eventError(at([...path, i, 'type']), `"${param.type}": function-typed arguments are not supported`),
-      );
+    const type = (detail: string) =>
+      errors.push(eventError([...path, i, 'type'], `"${param.type}": ${detail}`));
+    const depth = typeDepth(param);
+    if (depth > MAX_TYPE_DEPTH) {
+      type(`nests tuples and arrays ${depth} levels deep; at most ${MAX_TYPE_DEPTH} are allowed`);
+      return;
     }
-    if (/\[0+\]/.test(param.type)) {
-      errors.push(
-        eventError(at([...path, i, 'type']), `"${param.type}": a fixed-size array has at least one element`),
-      );
-    }
-    if (param.components) checkParams(param.components, [...path, i, 'components'], at, errors);
+    if (param.type.replace(/\[.*$/, '') === 'function') type('function-typed arguments are not supported');
+    if (/\[0+\]/.test(param.type)) type('a fixed-size array has at least one element');
+    else if (/\[0\d/.test(param.type)) type('an array length is written without leading zeros');
+    if (param.components) checkParams(param.components, [...path, i, 'components'], errors);
   });
 }
 
@@ -706,6 +714,8 @@ export function passesFilter(event: FollowedEvent, topics: readonly Hex[]): bool
 export function decodeFollowedLog(event: FollowedEvent, log: LogLike): Record<string, unknown> | undefined {
   const abi = event.abi;
   if (abi === null || log.topics.length !== event.topicCount) return undefined;
+  // Offsets that point many values at one long tail would decode to far more than the log holds.
+  if (!decodesWithinData(inputsOf(abi), log.data)) return undefined;
   const topics = log.topics.map((topic) => topic.toLowerCase() as Hex);
   let decoded: { args?: unknown };
   try {
@@ -779,13 +789,6 @@ function argKey(param: Param, position: number): string {
 /** Indexed values of these types are stored as a hash in their topic, so the log holds only that. */
 function isHashedWhenIndexed(type: string): boolean {
   return type === 'string' || type === 'bytes' || type === 'tuple' || arrayShape(type) !== undefined;
-}
-
-/** `T[k]` or `T[]`, split at its last dimension (`uint8[2][]` is an array of `uint8[2]`). */
-function arrayShape(type: string): { element: string; length: number | undefined } | undefined {
-  const match = /^(.*)\[(\d*)\]$/.exec(type);
-  if (!match) return undefined;
-  return { element: match[1] ?? '', length: match[2] === '' ? undefined : Number(match[2]) };
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
