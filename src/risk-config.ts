@@ -6,6 +6,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { NetworkCatalog } from './chains/networks.js';
 import { ConfigError } from './errors.js';
+import { formatBytes, statRegularFile } from './shared/regular-file.js';
+
+/**
+ * The list files are read whole into memory at start: 64 MiB holds over a million EVM addresses
+ * with scores. Longer lists belong to a risk service (LEDGERHOOK_RISK_URL). Each file is polled
+ * for changes, so their number is bounded too.
+ */
+export const RISK_LIST_LIMITS = { files: 64, bytes: 64 * 1024 * 1024 } as const;
 
 export interface RiskConfig {
   /** Networks whose notifications carry `addressesRiskRatio` (canonical names). */
@@ -43,22 +51,38 @@ export function parseRiskNetworks(text: string | undefined, catalog: NetworkCata
   return networks;
 }
 
-/** Parses `SOL=/a.csv,/b.txt;ETH=/c.csv`; each file must be readable now. */
+/**
+ * Parses `SOL=/a.csv,/b.txt;ETH=/c.csv`; each file must be a readable regular file now, and all
+ * of them within RISK_LIST_LIMITS (a file named twice is read twice, so counted twice).
+ */
 export function parseRiskLists(text: string | undefined, catalog: NetworkCatalog, cwd: string) {
   const variable = 'LEDGERHOOK_RISK_LISTS';
   const lists: Record<string, string[]> = {};
+  let count = 0;
+  let bytes = 0;
   for (const entry of (text ?? '').split(';').filter((part) => part.trim() !== '')) {
     const m = /^([^=]+)=(.+)$/.exec(entry.trim());
     if (!m) throw new ConfigError(variable, `has "${entry.trim()}"; use NETWORK=/path/a.csv,/path/b.txt;…`);
     const network = networkName(catalog, m[1]!, variable);
     const files = m[2]!.split(',').map((file) => path.resolve(cwd, file.trim()));
-    for (const file of files) checkReadableFile(file, variable);
+    for (const file of files) {
+      if (++count > RISK_LIST_LIMITS.files)
+        throw new ConfigError(variable, `names more than ${RISK_LIST_LIMITS.files} files, the limit`);
+      bytes += checkReadableFile(file, variable);
+      if (bytes > RISK_LIST_LIMITS.bytes)
+        throw new ConfigError(
+          variable,
+          `names ${file}, which brings the lists to ${bytes.toLocaleString('en-US')} bytes, over the limit of ${formatBytes(RISK_LIST_LIMITS.bytes)} for all of them (use LEDGERHOOK_RISK_URL for more)`,
+        );
+    }
     lists[network] = [...(lists[network] ?? []), ...files];
   }
   return lists;
 }
 
-function checkReadableFile(file: string, variable: string): void {
+/** The size of `file`, a regular file this process may read. */
+function checkReadableFile(file: string, variable: string): number {
+  const { size } = statRegularFile(file, variable, RISK_LIST_LIMITS.bytes);
   try {
     fs.accessSync(file, fs.constants.R_OK);
   } catch (err) {
@@ -67,7 +91,7 @@ function checkReadableFile(file: string, variable: string): void {
       `names ${file}, which cannot be read (${(err as NodeJS.ErrnoException).code})`,
     );
   }
-  if (!fs.statSync(file).isFile()) throw new ConfigError(variable, `names ${file}, which is not a file`);
+  return size;
 }
 
 function parseRiskUrl(text: string | undefined): string | undefined {

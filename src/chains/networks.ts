@@ -1,5 +1,5 @@
-import fs from 'node:fs';
 import { ConfigError } from '../errors.js';
+import { readRegularFile } from '../shared/regular-file.js';
 import { BITCOIN_CHAINS, type BitcoinChain, bitcoinAddressFormat } from './bitcoin/params.js';
 
 export type Family = 'evm' | 'bitcoin' | 'algorand' | 'solana';
@@ -281,6 +281,61 @@ function withDerived(n: NetworkDefaults & { confirmations?: number }, confirmati
 }
 
 /**
+ * What LEDGERHOOK_CONFIG may hold. A network written out in full (three RPC and two WebSocket URLs
+ * with API keys, aliases, every setting) is about 700 bytes pretty-printed, so the most networks
+ * allowed (1,000) fit in 1 MiB however fully written; a real file, a few dozen networks, is a few
+ * KB. The node URLs are bounded in all, as doctor asks every one of them.
+ */
+export const CONFIG_FILE_LIMITS = {
+  bytes: 1024 * 1024,
+  networks: 1_000,
+  aliasesPerNetwork: 16,
+  /** In each of a network's rpc, ws and indexer lists (tried in order: a fallback, not a pool). */
+  urlsPerList: 8,
+  /** rpc, ws and indexer URLs of all the networks together. */
+  urls: 2_000,
+} as const;
+
+/** The node URLs a network's rpc, ws or indexer field lists, as they are split below. */
+function urlCount(value: unknown): number {
+  if (typeof value === 'string') return value.split(',').length;
+  return Array.isArray(value) ? value.length : 0;
+}
+
+/** Refuses a file past CONFIG_FILE_LIMITS before any of its networks is looked at. */
+function checkFileLimits(file: string, networks: Record<string, unknown>): void {
+  const limits = CONFIG_FILE_LIMITS;
+  const count = Object.keys(networks).length;
+  if (count > limits.networks)
+    throw new ConfigError(
+      'LEDGERHOOK_CONFIG',
+      `names ${file}, which has ${count} networks, over the limit of ${limits.networks}`,
+    );
+  let urls = 0;
+  for (const [name, spec] of Object.entries(networks)) {
+    if (!isObject(spec)) continue;
+    const where = `LEDGERHOOK_CONFIG networks.${name}`;
+    const fields = spec as Record<string, unknown>;
+    if (Array.isArray(fields.aliases) && fields.aliases.length > limits.aliasesPerNetwork)
+      throw new ConfigError(
+        `${where}.aliases`,
+        `has ${fields.aliases.length} names, over the limit of ${limits.aliasesPerNetwork}`,
+      );
+    for (const field of ['rpc', 'ws', 'indexer']) {
+      const n = urlCount(fields[field]);
+      if (n > limits.urlsPerList)
+        throw new ConfigError(`${where}.${field}`, `has ${n} URLs, over the limit of ${limits.urlsPerList}`);
+      urls += n;
+    }
+  }
+  if (urls > limits.urls)
+    throw new ConfigError(
+      'LEDGERHOOK_CONFIG',
+      `names ${file}, whose networks have ${urls} node URLs, over the limit of ${limits.urls}`,
+    );
+}
+
+/**
  * The catalog: built-in networks, then the config file's `networks` (overriding fields of a
  * built-in one or adding a network), then LEDGERHOOK_RPC_/WS_/INDEXER_<NAME> variables.
  */
@@ -293,15 +348,17 @@ export function loadNetworks(
 
   const file = env.LEDGERHOOK_CONFIG?.trim();
   if (file) {
+    const text = readRegularFile(file, 'LEDGERHOOK_CONFIG', CONFIG_FILE_LIMITS.bytes);
     let parsed: { networks?: Record<string, FileNetwork> };
     try {
-      parsed = JSON.parse(fs.readFileSync(file, 'utf8')) as typeof parsed;
+      parsed = JSON.parse(text) as typeof parsed;
     } catch (err) {
       throw new ConfigError('LEDGERHOOK_CONFIG', `cannot be read as JSON (${(err as Error).message})`);
     }
     if (!isObject(parsed)) throw new ConfigError('LEDGERHOOK_CONFIG', 'must hold a JSON object');
     if (parsed.networks !== undefined && !isObject(parsed.networks))
       throw new ConfigError('LEDGERHOOK_CONFIG networks', 'must be an object keyed by network name');
+    checkFileLimits(file, parsed.networks ?? {});
     for (const [rawName, spec] of Object.entries(parsed.networks ?? {})) {
       const name = rawName.toUpperCase();
       const where = `LEDGERHOOK_CONFIG networks.${rawName}`;

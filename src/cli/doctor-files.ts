@@ -7,8 +7,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ADMIN_FILE, SECRET_FILE } from '../accounts/admin.js';
 import type { Config } from '../config.js';
+import { ConfigError } from '../errors.js';
 import { masterKeyId } from '../secrets/envelope.js';
-import { MASTER_KEY_FILE, parseMasterKey } from '../secrets/master-key.js';
+import { MASTER_KEY_FILE, readMasterKeyFile } from '../secrets/master-key.js';
 import { dataDirHolder, isAlive } from '../store/lock.js';
 import type { Check } from './doctor-report.js';
 
@@ -32,12 +33,15 @@ function configuredKey(config: Config): { id: string; source: string } | Check |
       fix: `chmod 600 ${file}`,
     };
   try {
-    return { id: masterKeyId(parseMasterKey(fs.readFileSync(file, 'utf8'), file)), source: file };
-  } catch {
+    return { id: masterKeyId(readMasterKeyFile(file)), source: file };
+  } catch (err) {
+    const notAFile = err instanceof ConfigError && err.variable === 'LEDGERHOOK_DATA_DIR';
     return {
       outcome: 'FAIL',
       subject: 'master key',
-      detail: `${file} does not hold a key (64 hex characters or base64 of 32 bytes)`,
+      detail: notAFile
+        ? err.message
+        : `${file} does not hold a key (64 hex characters or base64 of 32 bytes)`,
       fix: 'restore it from your backup, or set LEDGERHOOK_MASTER_KEY',
     };
   }

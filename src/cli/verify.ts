@@ -2,20 +2,25 @@
  * `ledgerhook verify`: receipts checked against a node named on the command line, with no
  * service, database or configuration of ours, so that a receipt's holder need not trust us.
  */
-import fs from 'node:fs';
 import { ANCHOR_FAMILY, networkReader, readOnce } from '../anchor/reader.js';
 import { parseReceipt } from '../anchor/receipt-schema.js';
 import { verifyReceipt } from '../anchor/verify.js';
 import type { Network } from '../chains/networks.js';
+import { ConfigError } from '../errors.js';
+import { readRegularFile } from '../shared/regular-file.js';
 import { UsageError } from './usage.js';
+
+/** A receipt is a few KB; its content (a registry) at most the API's 1 MB body and its JSON around it. */
+const MAX_FILE_BYTES = 16 * 1024 * 1024;
 
 /** A file's JSON: the object itself, or the `data` of an API answer that wraps it. */
 function readJson(file: string, what: string): unknown {
   let text: string;
   try {
-    text = fs.readFileSync(file, 'utf8');
+    text = readRegularFile(file, what, MAX_FILE_BYTES);
   } catch (err) {
-    throw new UsageError(`cannot read ${what} ${file}: ${(err as NodeJS.ErrnoException).code ?? err}`);
+    if (err instanceof ConfigError) throw new UsageError(err.message);
+    throw err;
   }
   let value: unknown;
   try {

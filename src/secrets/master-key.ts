@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from '../errors.js';
+import { readRegularFile } from '../shared/regular-file.js';
 
 /** Accepts 64 hex characters or base64 of exactly 32 bytes. */
 export function parseMasterKey(raw: string, variable = 'LEDGERHOOK_MASTER_KEY'): Buffer {
@@ -15,6 +16,13 @@ export function parseMasterKey(raw: string, variable = 'LEDGERHOOK_MASTER_KEY'):
 }
 
 export const MASTER_KEY_FILE = 'master.key';
+/** A key file holds 64 hex characters and a line end; anything far longer is no key. */
+const MAX_KEY_FILE_BYTES = 4096;
+
+/** The key in `file`, a regular file (a FIFO put there would block a plain read for good). */
+export function readMasterKeyFile(file: string): Buffer {
+  return parseMasterKey(readRegularFile(file, 'LEDGERHOOK_DATA_DIR', MAX_KEY_FILE_BYTES), file);
+}
 
 /**
  * The configured master key, or the one generated into the data directory on first use
@@ -31,9 +39,9 @@ export function loadMasterKey(
     const fd = fs.openSync(file, 'wx', 0o600);
     fs.writeSync(fd, `${crypto.randomBytes(32).toString('hex')}\n`);
     fs.closeSync(fd);
-    return { key: parseMasterKey(fs.readFileSync(file, 'utf8'), file), generated: true };
+    return { key: readMasterKeyFile(file), generated: true };
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
   }
-  return { key: parseMasterKey(fs.readFileSync(file, 'utf8'), file), generated: false };
+  return { key: readMasterKeyFile(file), generated: false };
 }

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -5,6 +6,7 @@ import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { waitFor } from '../../../test/helpers/process.js';
 import { ConfigError } from '../../errors.js';
+import { RISK_LIST_LIMITS } from '../../risk-config.js';
 import { createListRiskProvider, parseRiskList } from './lists.js';
 
 let dir: string;
@@ -141,5 +143,29 @@ describe('risk list files', () => {
       5_000,
     );
     expect(await scoreOf(p, 'SOL', 'B')).toBe(100);
+  });
+
+  test('a list replaced by a FIFO or by a file past the limit keeps its last contents, and the lookup does not block', async () => {
+    const { logger, lines } = capturingLogger();
+    const file = write('sol.csv', 'A,10\n');
+    const p = provider({ files: { SOL: [file] }, watch: false, checkIntervalMs: 0, logger });
+    expect(await scoreOf(p, 'SOL', 'A')).toBe(10);
+    fs.rmSync(file);
+    execFileSync('mkfifo', [file]);
+    // Nothing ever writes to the FIFO: a read of it would wait for good.
+    expect(await scoreOf(p, 'SOL', 'A')).toBe(10);
+    expect(lines).toContainEqual(expect.objectContaining({ file, code: 'ENOTREG' }));
+    fs.rmSync(file);
+    fs.writeFileSync(file, 'A,20\n');
+    fs.truncateSync(file, RISK_LIST_LIMITS.bytes + 1);
+    expect(await scoreOf(p, 'SOL', 'A')).toBe(10);
+    fs.writeFileSync(file, 'A,30\n');
+    expect(await scoreOf(p, 'SOL', 'A')).toBe(30);
+  });
+
+  test('a list that is a FIFO at start is a ConfigError, not a start that never ends', () => {
+    const file = path.join(dir, 'fifo.csv');
+    execFileSync('mkfifo', [file]);
+    expect(() => provider({ files: { SOL: [file] } })).toThrow(/which is not a regular file but a FIFO/);
   });
 });

@@ -14,7 +14,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { ConfigError } from '../../errors.js';
+import { RISK_LIST_LIMITS } from '../../risk-config.js';
+import { readRegularFile, statRegularFile } from '../../shared/regular-file.js';
 import type { RiskProvider } from './provider.js';
 
 export type BadLine = (line: number, text: string, problem: string) => void;
@@ -114,14 +115,9 @@ export function createListRiskProvider(options: ListRiskProviderOptions): RiskPr
 
   /** At start a list that cannot be read is a configuration error, not an empty list. */
   function loadAtStart(network: string, file: string): ListFile {
-    try {
-      const stamp = stampOf(fs.statSync(file));
-      const scores = parse({ network, path: file }, fs.readFileSync(file, 'utf8'));
-      return { network, path: file, stamp, scores, missingReported: false };
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-      throw new ConfigError(variable, `names ${file}, which cannot be read (${code})`);
-    }
+    const stamp = stampOf(statRegularFile(file, variable, RISK_LIST_LIMITS.bytes));
+    const scores = parse({ network, path: file }, readRegularFile(file, variable, RISK_LIST_LIMITS.bytes));
+    return { network, path: file, stamp, scores, missingReported: false };
   }
 
   const files: ListFile[] = Object.entries(options.files).flatMap(([network, paths]) =>
@@ -142,6 +138,11 @@ export function createListRiskProvider(options: ListRiskProviderOptions): RiskPr
     try {
       const stat = await fs.promises.stat(file.path);
       if (!force && stampOf(stat) === file.stamp) return false;
+      // Replaced by something that is not a list (a FIFO would block the read, a huge file fill memory).
+      if (!stat.isFile() || stat.size > RISK_LIST_LIMITS.bytes)
+        throw Object.assign(new Error('not a regular file within the limit'), {
+          code: stat.isFile() ? 'EFBIG' : 'ENOTREG',
+        });
       const text = await fs.promises.readFile(file.path, 'utf8');
       file.scores = parse(file, text);
       file.stamp = stampOf(stat);
