@@ -13,6 +13,7 @@ import {
   ValidationError,
 } from '../errors.js';
 import { isDatabaseUnavailable } from '../store/unavailable.js';
+import { timedOutByServer } from './request-timeout.js';
 import { fieldName, toFieldErrors } from './validation.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -33,6 +34,7 @@ const TITLES: Record<number, string> = {
   404: 'Not Found',
   405: 'Method Not Allowed',
   406: 'Not Acceptable',
+  408: 'Request Timeout',
   409: 'Conflict',
   413: 'Content Too Large',
   415: 'Unsupported Media Type',
@@ -40,6 +42,9 @@ const TITLES: Record<number, string> = {
   500: 'Internal Server Error',
   503: 'Service Unavailable',
 };
+
+/** Field errors a problem lists at most, as the address lists' invalid addresses always were. */
+export const MAX_LISTED_ERRORS = 100;
 
 function problemType(kind: string): string {
   return `urn:ledgerhook:problem:${kind}`;
@@ -60,7 +65,8 @@ export function sendProblem(
     status,
     detail,
   };
-  if (errors && errors.length > 0) body.errors = errors;
+  // The detail counts them all; the list names the first ones (100,000 unknown fields were a 13 MB answer).
+  if (errors && errors.length > 0) body.errors = errors.slice(0, MAX_LISTED_ERRORS);
   return reply.code(status).type(PROBLEM_CONTENT_TYPE).send(body);
 }
 
@@ -114,8 +120,11 @@ export function registerProblemHandling(
 ): void {
   app.setErrorHandler(
     (thrown: FastifyError | AppError | Error, request: FastifyRequest, reply: FastifyReply) => {
-      // The client hung up before its body was read: its socket's reset is not our outage, and
-      // nobody reads the answer. Counted by the metrics' onRequestAbort hook.
+      // The body never came whole. Either the server's request timeout cut it off (Node has sent
+      // 408; http/server.ts logs it as a timeout), or the client hung up: its socket's reset is
+      // not our outage. Nobody reads this answer. The metrics' onRequestAbort hook counts both.
+      if (timedOutByServer(request.raw))
+        return sendProblem(reply, 408, 'request_timeout', 'The request took too long to arrive');
       if (clientAborted(request)) {
         request.log.info(
           { reason: (thrown as { code?: unknown }).code ?? thrown.message },

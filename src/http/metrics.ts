@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { AnchorerStatus } from '../anchor/anchorer.js';
 import type { AnchorStats } from '../anchor/batches.js';
+import { timedOutByServer } from '../http-kit/request-timeout.js';
 import type { OutboxStats } from '../notify/outbox.js';
 import type { FollowerStatus } from '../watch/follower.js';
 import type { MempoolStatus } from '../watch/mempool.js';
@@ -46,8 +47,11 @@ function throttled<T>(read: () => Promise<T>, intervalMs: number): () => Promise
   };
 }
 
-/** The HTTP metrics (requests, latency, client aborts); returns what instruments a server with them. */
-function registerHttpMetrics(registry: Registry): (app: FastifyInstance) => void {
+/**
+ * The HTTP metrics (requests, latency, requests that ended before their answer); returns what
+ * instruments a server with them, and what counts a request timed out before its headers came.
+ */
+function registerHttpMetrics(registry: Registry) {
   const requests = new Counter({
     name: 'ledgerhook_http_requests_total',
     help: 'HTTP requests served, by method, route and status code',
@@ -64,12 +68,12 @@ function registerHttpMetrics(registry: Registry): (app: FastifyInstance) => void
 
   const clientAborts = new Counter({
     name: 'ledgerhook_http_client_aborts_total',
-    help: 'Requests whose client closed the connection before the answer (a body cut short, a hang-up while waiting), by method and route',
-    labelNames: ['method', 'route'] as const,
+    help: "Requests that ended before their answer, by method, route and reason: client_closed (the client closed the connection: a body cut short, a hang-up while waiting) or request_timeout (the request, headers or body, did not arrive within the server's timeout: answered 408; method unknown and route unmatched when the headers never came)",
+    labelNames: ['method', 'route', 'reason'] as const,
     registers: [registry],
   });
 
-  return function instrument(app: FastifyInstance): void {
+  function instrument(app: FastifyInstance): void {
     // The children of each label set, found by one string: prom-client hashes a labels object
     // on every call otherwise, a few per cent of a cheap request's CPU (bench/README.md).
     const series = new Map<string, { requests: { inc(): void }; duration: { observe(v: number): void } }>();
@@ -92,10 +96,23 @@ function registerHttpMetrics(registry: Registry): (app: FastifyInstance) => void
       found.requests.inc();
       found.duration.observe(reply.elapsedTime / 1000);
     });
-    // A client that hangs up gets no response, so onResponse never counts it.
+    // A client that hangs up gets no response, so onResponse never counts it; nor does it count
+    // the 408 Node itself sends when the request does not arrive in time.
     app.addHook('onRequestAbort', async (request) => {
-      clientAborts.inc({ method: request.method, route: request.routeOptions.url ?? 'unmatched' });
+      clientAborts.inc({
+        method: request.method,
+        route: request.routeOptions.url ?? 'unmatched',
+        reason: timedOutByServer(request.raw) ? 'request_timeout' : 'client_closed',
+      });
     });
+  }
+
+  return {
+    instrument,
+    /** A connection cut off (408) before its request's headers came: there is no request to label. */
+    headersTimedOut(): void {
+      clientAborts.inc({ method: 'unknown', route: 'unmatched', reason: 'request_timeout' });
+    },
   };
 }
 
@@ -359,7 +376,7 @@ function registerSubscriptionMetrics(registry: Registry, sources: MetricSources)
 export function createMetrics() {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const instrument = registerHttpMetrics(registry);
+  const http = registerHttpMetrics(registry);
   const delivery = registerDeliveryMetrics(registry);
   /** Where the gauges read from: filled in by `observe`, read at every scrape. */
   const sources: MetricSources = {};
@@ -378,7 +395,9 @@ export function createMetrics() {
     },
     /** Counts delivery attempts; pass to the dispatcher as its observer. */
     delivery,
-    instrument,
+    /** Adds the HTTP metrics' hooks to a server. */
+    instrument: http.instrument,
+    headersTimedOut: http.headersTimedOut,
   };
 }
 

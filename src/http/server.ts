@@ -1,3 +1,5 @@
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
@@ -5,6 +7,7 @@ import { Type } from 'typebox';
 import type { Accounts } from '../accounts/service.js';
 import { registerProblemHandling, sendProblem } from '../http-kit/problem.js';
 import { type RateLimit, registerIpRateLimit, registerRateLimit } from '../http-kit/rate-limit.js';
+import { markTimedOut, timedOutByServer } from '../http-kit/request-timeout.js';
 import { ProblemSchema, problemResponse } from '../http-kit/schemas.js';
 import { createValidatorCompiler } from '../http-kit/validation.js';
 import { withDeadline } from '../shared/deadline.js';
@@ -93,6 +96,48 @@ function createFastify(deps: HttpServerDeps): FastifyInstance {
         Math.min(1_000, Math.floor(Math.min(deps.headersTimeoutMs, deps.requestTimeoutMs) / 4)),
       ),
     },
+  });
+}
+
+/**
+ * Logs (warn, 408) and counts the requests the server's own timeouts cut off. Node answers 408
+ * and closes the connection itself (its clientError, answered by answerClientError); a request
+ * whose body was still coming then ends like a client's hang-up, so it is marked first, and
+ * logged when it ends, with its route. One still sending its headers has no request: logged here.
+ */
+function reportRequestTimeouts(
+  app: FastifyInstance,
+  deps: Pick<HttpServerDeps, 'metrics' | 'headersTimeoutMs' | 'requestTimeoutMs'>,
+): void {
+  // The last request of each connection; a finished one (complete) means the next one's headers.
+  const lastRequest = new WeakMap<Socket, IncomingMessage>();
+  app.server.on('request', (request: IncomingMessage) => lastRequest.set(request.socket, request));
+  // Before Fastify's own listener, which closes the socket.
+  app.server.prependListener('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+    if (err.code !== 'ERR_HTTP_REQUEST_TIMEOUT') return;
+    const request = lastRequest.get(socket);
+    if (request && !request.complete) {
+      markTimedOut(request);
+      return;
+    }
+    app.log.warn(
+      { statusCode: 408, remoteAddress: socket.remoteAddress, timeoutMs: deps.headersTimeoutMs },
+      'request timed out: its headers did not arrive in time (LEDGERHOOK_HEADERS_TIMEOUT); answered 408',
+    );
+    deps.metrics.headersTimedOut();
+  });
+  app.addHook('onRequestAbort', async (request) => {
+    if (!timedOutByServer(request.raw)) return;
+    request.log.warn(
+      {
+        statusCode: 408,
+        method: request.method,
+        url: request.url,
+        route: request.routeOptions.url ?? 'unmatched',
+        timeoutMs: deps.requestTimeoutMs,
+      },
+      'request timed out: its body did not arrive in time (LEDGERHOOK_REQUEST_TIMEOUT); answered 408',
+    );
   });
 }
 
@@ -316,6 +361,7 @@ export async function createHttpServer(deps: HttpServerDeps): Promise<FastifyIns
   app.addSchema(ProblemSchema);
   registerProblemHandling(app, { allowedMethods: (path) => table.allowed(path) });
   deps.metrics.instrument(app);
+  reportRequestTimeouts(app, deps);
 
   await registerDocumentation(app, deps.version);
   registerServiceRoutes(app, deps);

@@ -30,12 +30,12 @@ describe.each(backends)('clients that hang up mid-request, on %s', (backend) => 
     await t?.close();
   });
 
-  /** The service's count of client aborts per route, from /metrics. */
+  /** The service's count of client hang-ups (reason client_closed) per route, from /metrics. */
   const abortsByRoute = async (): Promise<Record<string, number>> => {
     const metrics = await t.request('GET', '/metrics', { token: null });
     const counts: Record<string, number> = {};
     for (const [, route, n] of metrics.text.matchAll(
-      /^ledgerhook_http_client_aborts_total\{method="[A-Z]+",route="([^"]+)"\} (\d+)$/gm,
+      /^ledgerhook_http_client_aborts_total\{method="[A-Z]+",route="([^"]+)",reason="client_closed"\} (\d+)$/gm,
     ))
       counts[route!] = Number(n);
     return counts;

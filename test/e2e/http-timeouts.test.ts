@@ -53,17 +53,43 @@ function slowClient(url: string, head: string, trickle: string): SlowClient {
   };
 }
 
+interface LogLine {
+  level: number;
+  msg: string;
+  statusCode?: number;
+  method?: string;
+  url?: string;
+  route?: string;
+}
+
 describe('slow clients are cut off (headers and request timeouts)', () => {
   let t: TestApp;
+  const lines: LogLine[] = [];
   beforeAll(async () => {
-    t = await startTestApp('pglite', {
-      LEDGERHOOK_HEADERS_TIMEOUT: `${HEADERS_TIMEOUT_MS}ms`,
-      LEDGERHOOK_REQUEST_TIMEOUT: `${REQUEST_TIMEOUT_MS}ms`,
-    });
+    t = await startTestApp(
+      'pglite',
+      {
+        LEDGERHOOK_HEADERS_TIMEOUT: `${HEADERS_TIMEOUT_MS}ms`,
+        LEDGERHOOK_REQUEST_TIMEOUT: `${REQUEST_TIMEOUT_MS}ms`,
+        LOG_LEVEL: 'info',
+      },
+      { logDestination: { write: (line: string) => void lines.push(JSON.parse(line)) } },
+    );
   });
   afterAll(async () => {
     await t?.close();
   });
+
+  /** The service's count of requests cut off by its timeouts, per method and route, from /metrics. */
+  const timeoutsByRoute = async (): Promise<Record<string, number>> => {
+    const metrics = await t.request('GET', '/metrics', { token: null });
+    const counts: Record<string, number> = {};
+    for (const [, method, route, n] of metrics.text.matchAll(
+      /^ledgerhook_http_client_aborts_total\{method="([^"]+)",route="([^"]+)",reason="request_timeout"\} (\d+)$/gm,
+    ))
+      counts[`${method} ${route}`] = Number(n);
+    return counts;
+  };
 
   test('headers sent one byte at a time: the connection is closed once the headers timeout passes', async () => {
     const client = slowClient(
@@ -71,10 +97,18 @@ describe('slow clients are cut off (headers and request timeouts)', () => {
       'GET /api/v1/folder HTTP/1.1\r\nHost: localhost\r\n',
       'X-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n',
     );
+    const before = (await timeoutsByRoute())['unknown unmatched'] ?? 0;
+    const firstLine = lines.length;
     const ms = await client.closed;
     expect(ms).toBeLessThan(HEADERS_TIMEOUT_MS + MARGIN_MS);
     // Never a response to the unfinished request, at most a 408.
     expect(client.received()).toMatch(/^(HTTP\/1\.1 408 [^\r]*\r\n[\s\S]*)?$/);
+    // No request exists yet to name: the line says which timeout, and the count has no route.
+    const timedOut = lines.slice(firstLine).filter((l) => /^request timed out/.test(l.msg));
+    expect(timedOut).toEqual([
+      expect.objectContaining({ level: 40, statusCode: 408, msg: expect.stringMatching(/headers/) }),
+    ]);
+    expect((await timeoutsByRoute())['unknown unmatched']).toBe(before + 1);
   });
 
   test.each([
@@ -107,6 +141,61 @@ describe('slow clients are cut off (headers and request timeouts)', () => {
       }
     },
   );
+
+  test('a body that never completes: 408, a warn line naming the route, counted as a timeout, not a hang-up', async () => {
+    // Not the route the trickling clients above used: their lines cannot be taken for this one's.
+    const route = '/api/v1/subscription';
+    const before = (await timeoutsByRoute())[`POST ${route}`] ?? 0;
+    const firstLine = lines.length;
+    const { port } = new URL(t.app.url);
+    const socket = net.connect(Number(port), '127.0.0.1');
+    let received = '';
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk.toString('latin1');
+    });
+    socket.on('error', () => {});
+    socket.write(
+      `POST ${route} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${t.token}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{`,
+    );
+    try {
+      const status = await waitFor(
+        () => /^HTTP\/1\.1 (\d{3})/.exec(received)?.[1],
+        'the server to answer the unfinished request',
+        REQUEST_TIMEOUT_MS + MARGIN_MS,
+      );
+      expect(status).toBe('408');
+      const logged = await waitFor(
+        () => {
+          const found = lines
+            .slice(firstLine)
+            .filter((l) => /^request timed out/.test(l.msg) && l.url === route);
+          return found.length > 0 ? found : undefined;
+        },
+        'the timeout to be logged',
+        5_000,
+      );
+      expect(logged).toEqual([
+        expect.objectContaining({ level: 40, statusCode: 408, method: 'POST', url: route, route }),
+      ]);
+      expect(logged[0]!.msg).toMatch(/LEDGERHOOK_REQUEST_TIMEOUT/);
+      // The server's timeout, not the client's doing: no "client aborted" line, no error.
+      const others = lines
+        .slice(firstLine)
+        .filter((l) => l.msg === 'client aborted the request' || l.level >= 50);
+      expect(others).toEqual([]);
+      const counted = await waitFor(
+        async () => {
+          const n = (await timeoutsByRoute())[`POST ${route}`];
+          return n === before + 1 ? n : undefined;
+        },
+        'the timeout to be counted',
+        5_000,
+      );
+      expect(counted).toBe(before + 1);
+    } finally {
+      socket.destroy();
+    }
+  });
 
   test('a client that sends its body in pieces within the limits is served', async () => {
     const body = JSON.stringify(sampleRegistryBody());
