@@ -11,16 +11,18 @@ import { PGLITE_SUBDIR } from '../app.js';
 import { type Config, ConfigError } from '../config.js';
 import { BACKUP_ROUTE } from '../http/admin-backup.js';
 import { masterKeyId } from '../secrets/envelope.js';
-import { MASTER_KEY_FILE, parseMasterKey } from '../secrets/master-key.js';
+import { MASTER_KEY_FILE, readMasterKeyFile } from '../secrets/master-key.js';
 import {
   BackupArchiveError,
   type BackupManifest,
+  type CheckedArchive,
+  checkBackupArchive,
   createArchiveReader,
   createBackupArchive,
+  MAX_UNPACKED_BYTES,
+  openRestoredDataDir,
   type RestoredDatabase,
-  readBackupArchive,
-  restoreDataDir,
-  unpackDataDirTarball,
+  unpackDataDir,
 } from '../store/backup.js';
 import { openStore } from '../store/db.js';
 import { acquireDataDirLock, DataDirInUseError, dataDirHolder } from '../store/lock.js';
@@ -210,12 +212,20 @@ export async function backupCommand(file: string, force: boolean, config: Config
     process.stdout.write(
       `backup of ${config.dataDir} written to ${target} (${megabytes(manifest.tarballBytes)}, ${how}): the database only, not the master key (${key}); keep the key apart from the backup\n`,
     );
+    if (manifest.unpackedBytes !== undefined && manifest.unpackedBytes > MAX_UNPACKED_BYTES)
+      process.stderr.write(
+        `ledgerhook: warning: this database unpacks to ${megabytes(manifest.unpackedBytes)}, more than ledgerhook restore accepts (${megabytes(MAX_UNPACKED_BYTES)}); unpack it by hand (tail -n +2 ${target} | tar -xz) or move to PostgreSQL\n`,
+      );
   });
 }
 
+/** The folder a restore unpacks into, beside pglite/, before it moves it into place. */
+const STAGING_PREFIX = '.restore-';
+
 /**
  * The data directory a restore writes into: missing, or empty but for a master.key the operator
- * put there and a lock file its dead holder left. Refused while a service holds it.
+ * put there, and the lock file and staging folder a restore or service that died left (kill -9,
+ * out of memory). Refused while a service holds it.
  */
 function checkRestoreTarget(dataDir: string): void {
   const holder = dataDirHolder(dataDir);
@@ -223,7 +233,9 @@ function checkRestoreTarget(dataDir: string): void {
   if (!fs.existsSync(dataDir)) return;
   const held = fs
     .readdirSync(dataDir)
-    .filter((name) => name !== MASTER_KEY_FILE && name !== 'ledgerhook.pid');
+    .filter(
+      (name) => name !== MASTER_KEY_FILE && name !== 'ledgerhook.pid' && !name.startsWith(STAGING_PREFIX),
+    );
   if (held.length > 0) {
     const shown = held.slice(0, 3).join(', ') + (held.length > 3 ? ', …' : '');
     throw new ConfigError(
@@ -233,52 +245,105 @@ function checkRestoreTarget(dataDir: string): void {
   }
 }
 
+/** Staging folders of restores that died: with the lock held, no live restore owns one. */
+function removeStaleStaging(dataDir: string): void {
+  for (const name of fs.readdirSync(dataDir))
+    if (name.startsWith(STAGING_PREFIX))
+      fs.rmSync(path.join(dataDir, name), { recursive: true, force: true });
+}
+
+/** The disk must hold what the archive announces it unpacks to (an archive without it is bounded by the ceiling). */
+function checkRoom(file: string, dataDir: string, manifest: BackupManifest): void {
+  const needed = manifest.unpackedBytes;
+  if (needed === undefined) return;
+  const stats = fs.statfsSync(dataDir);
+  const free = stats.bavail * stats.bsize;
+  if (needed > free)
+    throw new BackupFailure(
+      `${file} unpacks to ${megabytes(needed)} and ${dataDir} has ${megabytes(free)} free; nothing was restored`,
+    );
+}
+
 /** The master key the service would start with here, by id; before the restore, so a bad master.key refuses early. */
 function configuredKey(config: Config): { id: string; source: string } | undefined {
   if (config.masterKey) return { id: masterKeyId(config.masterKey), source: 'LEDGERHOOK_MASTER_KEY' };
   const file = path.join(config.dataDir, MASTER_KEY_FILE);
   if (!fs.existsSync(file)) return undefined;
-  return { id: masterKeyId(parseMasterKey(fs.readFileSync(file, 'utf8'), file)), source: file };
+  return { id: masterKeyId(readMasterKeyFile(file)), source: file };
 }
 
-/** Unpacks and opens the archive into a folder beside pglite/, then moves it into place: all or nothing. */
-async function restoreInto(
-  file: string,
-  dataDir: string,
-): Promise<{ manifest: BackupManifest; database: RestoredDatabase }> {
-  let manifest: BackupManifest;
-  let tar: Uint8Array;
+/** The one line for an archive a restore refuses. */
+const refusedArchive = (file: string, err: BackupArchiveError) =>
+  new BackupFailure(`${file} ${err.message}; nothing was restored`);
+
+/** Reads the archive through, checking it, before anything is written. */
+async function checkedArchive(file: string): Promise<CheckedArchive> {
   try {
-    const archive = readBackupArchive(file);
-    manifest = archive.manifest;
-    tar = unpackDataDirTarball(archive.tarball);
+    return await checkBackupArchive(file);
   } catch (err) {
-    if (err instanceof BackupArchiveError)
-      throw new BackupFailure(`${file} ${err.message}; nothing was restored`);
+    if (err instanceof BackupArchiveError) throw refusedArchive(file, err);
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') throw new BackupFailure(`cannot read ${file}: no such file`);
     if (code) throw new BackupFailure(`cannot read ${file}: ${(err as Error).message}`);
     throw err;
   }
+}
+
+/** Unpacks the archive into `pgliteDir` and opens it there; what fails, in one line. */
+async function unpackAndOpen(
+  file: string,
+  archive: CheckedArchive,
+  pgliteDir: string,
+): Promise<RestoredDatabase> {
+  try {
+    await unpackDataDir(archive, pgliteDir);
+  } catch (err) {
+    if (err instanceof BackupArchiveError) throw refusedArchive(file, err);
+    // A file it could not write (a full disk, say).
+    if ((err as NodeJS.ErrnoException).code)
+      throw new BackupFailure(`cannot restore ${file}: ${(err as Error).message}; nothing was restored`);
+    throw err;
+  }
+  try {
+    return await openRestoredDataDir(pgliteDir);
+  } catch (err) {
+    if (err instanceof BackupArchiveError) throw refusedArchive(file, err);
+    throw new BackupFailure(
+      `${file} could not be opened as a database (${(err as Error).message}); nothing was restored`,
+    );
+  }
+}
+
+/**
+ * Unpacks the archive into a folder beside pglite/, checking each entry before it is written, opens
+ * it, then moves it into place: all or nothing.
+ */
+async function restoreInto(
+  file: string,
+  dataDir: string,
+): Promise<{ manifest: BackupManifest; database: RestoredDatabase }> {
+  const archive = await checkedArchive(file);
   // What we create, we remove again if the restore fails: the directory is left as it was.
   const created = fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   let restored = false;
   try {
     const lock = acquireDataDirLock(dataDir);
-    const staging = fs.mkdtempSync(path.join(dataDir, '.restore-'));
     try {
-      const database = await restoreDataDir(path.join(staging, PGLITE_SUBDIR), tar);
-      fs.renameSync(path.join(staging, PGLITE_SUBDIR), path.join(dataDir, PGLITE_SUBDIR));
-      restored = true;
-      return { manifest, database };
-    } catch (err) {
-      if (err instanceof BackupArchiveError)
-        throw new BackupFailure(`${file} ${err.message}; nothing was restored`);
-      throw new BackupFailure(
-        `${file} could not be opened as a database (${(err as Error).message}); nothing was restored`,
-      );
+      // Held now: whatever appeared since the first look is seen, and no live restore owns a staging folder.
+      checkRestoreTarget(dataDir);
+      removeStaleStaging(dataDir);
+      checkRoom(file, dataDir, archive.manifest);
+      const staging = fs.mkdtempSync(path.join(dataDir, STAGING_PREFIX));
+      try {
+        const pgliteDir = path.join(staging, PGLITE_SUBDIR);
+        const database = await unpackAndOpen(file, archive, pgliteDir);
+        fs.renameSync(pgliteDir, path.join(dataDir, PGLITE_SUBDIR));
+        restored = true;
+        return { manifest: archive.manifest, database };
+      } finally {
+        fs.rmSync(staging, { recursive: true, force: true });
+      }
     } finally {
-      fs.rmSync(staging, { recursive: true, force: true });
       lock.release();
     }
   } finally {

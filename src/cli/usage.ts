@@ -212,7 +212,10 @@ COMMANDS.push(
     summary: 'restore a backup into an empty LEDGERHOOK_DATA_DIR',
     description:
       'Restores a backup written by ledgerhook backup into LEDGERHOOK_DATA_DIR, which must be missing or\n' +
-      'empty (a master.key in it is kept) and used by no service; a failed restore leaves it as it was.\n' +
+      'empty (a master.key in it is kept) and used by no service; a failed restore leaves it as it was,\n' +
+      'and what a killed one left is removed by the next. The backup is checked as it is unpacked: only\n' +
+      'what PostgreSQL keeps in a data directory, no file larger than PostgreSQL writes, no more than\n' +
+      'the backup announces (16 GiB at most); anything else is refused.\n' +
       'No master key is restored or created: start the service with the kept one (LEDGERHOOK_MASTER_KEY,\n' +
       'or master.key copied into the directory); another key is refused. What was not yet delivered at the\n' +
       'backup, and what the chains did since, is sent again under the same ids.\n' +
