@@ -1932,7 +1932,7 @@ export interface operations {
                         };
                         /** @description CONTRACT_LOG_EVENT: the one contract whose events are followed. Or `addresses` (a list of contracts), or neither: any contract that emits the event */
                         contractAddress?: string;
-                        /** @description CONTRACT_LOG_EVENT with an ABI: equality on indexed arguments by name, each a value or a list of values (any of them), given plain: an address, a decimal string for integers, true/false, hex for bytes, the string itself (indexed string, bytes and arrays are compared by their keccak-256 hash, as the topic holds them) */
+                        /** @description CONTRACT_LOG_EVENT with an ABI: equality on indexed arguments by name (an event has at most four indexed ones; at most 1,000 values each, 256 KiB in all), each a value or a list of values (any of them), given plain: an address, a decimal string for integers, true/false, hex for bytes, the string itself (indexed string, bytes and arrays are compared by their keccak-256 hash, as the topic holds them) */
                         filter?: {
                             [key: string]: unknown;
                         };

@@ -43,8 +43,21 @@ const TITLES: Record<number, string> = {
   503: 'Service Unavailable',
 };
 
-/** Field errors a problem lists at most, as the address lists' invalid addresses always were. */
+/** Field errors a problem names at most; then one entry says how many more there are. */
 export const MAX_LISTED_ERRORS = 100;
+
+/**
+ * The first MAX_LISTED_ERRORS errors and one saying how many were left out, as address lists
+ * always named invalid addresses: 100,000 unknown fields were a 13 MB answer.
+ */
+function listedErrors(errors: FieldError[]): FieldError[] {
+  if (errors.length <= MAX_LISTED_ERRORS + 1) return errors;
+  const more = errors.length - MAX_LISTED_ERRORS;
+  return [
+    ...errors.slice(0, MAX_LISTED_ERRORS),
+    { pointer: '#', detail: `and ${more} more errors (${errors.length} in all)` },
+  ];
+}
 
 function problemType(kind: string): string {
   return `urn:ledgerhook:problem:${kind}`;
@@ -65,8 +78,7 @@ export function sendProblem(
     status,
     detail,
   };
-  // The detail counts them all; the list names the first ones (100,000 unknown fields were a 13 MB answer).
-  if (errors && errors.length > 0) body.errors = errors.slice(0, MAX_LISTED_ERRORS);
+  if (errors && errors.length > 0) body.errors = listedErrors(errors);
   return reply.code(status).type(PROBLEM_CONTENT_TYPE).send(body);
 }
 
