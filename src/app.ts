@@ -408,7 +408,11 @@ function backfillFamilies(config: Config): FamilyOf {
       families.set(
         name,
         network &&
-          backfillFamily(network, { throttle: backfillThrottle, chunk: config.backfill.blocksPerChunk }),
+          backfillFamily(network, {
+            throttle: backfillThrottle,
+            chunk: config.backfill.blocksPerChunk,
+            traceWaitMs: config.traceWaitMs,
+          }),
       );
     }
     return families.get(name);
@@ -555,6 +559,7 @@ function startWatching(deps: {
     logger,
     pollIntervalMs: config.watchPollIntervalMs,
     mempoolDropAfterMs: config.mempoolDropAfterMs,
+    traceWaitMs: config.traceWaitMs,
     alwaysFollow: deps.alwaysFollow,
     tryLock: (name) => store.tryLock(name),
     listen: (channel, onNotify) => store.listen(channel, onNotify),

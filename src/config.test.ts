@@ -285,3 +285,17 @@ describe('the bounds of LEDGERHOOK_RISK_LISTS', () => {
     );
   });
 });
+
+describe('LEDGERHOOK_TRACE_WAIT', () => {
+  test('60 s by default; a duration; 0 (or 0s) for waiting for ever', () => {
+    expect(loadConfig({}).traceWaitMs).toBe(60_000);
+    expect(loadConfig({ LEDGERHOOK_TRACE_WAIT: '5m' }).traceWaitMs).toBe(300_000);
+    expect(loadConfig({ LEDGERHOOK_TRACE_WAIT: '0' }).traceWaitMs).toBe(0);
+    expect(loadConfig({ LEDGERHOOK_TRACE_WAIT: '0s' }).traceWaitMs).toBe(0);
+  });
+
+  test('anything else is refused naming it', () => {
+    for (const bad of ['soon', '-1s', '2d'])
+      expect(() => loadConfig({ LEDGERHOOK_TRACE_WAIT: bad })).toThrow(/^LEDGERHOOK_TRACE_WAIT /);
+  });
+});

@@ -50,6 +50,11 @@ export interface Config {
   watchPollIntervalMs: number;
   /** A pending EVM transaction gone from the node's pool this long is withdrawn (`dropped: true`). */
   mempoolDropAfterMs: number;
+  /**
+   * How long one EVM block's traces may keep failing before it is committed without its internal
+   * transfers, as a trace gap (a node without the block's state: at once); 0: wait for ever.
+   */
+  traceWaitMs: number;
   /** Backfills: node requests per second per process (0: unlimited), blocks per chunk, jobs at once. */
   backfill: { requestsPerSecond: number; blocksPerChunk: number; concurrency: number };
   pollIntervalMs: number;
@@ -316,6 +321,11 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     dispatchLeaseMs: 0,
     watchPollIntervalMs: readDuration(env, 'LEDGERHOOK_WATCH_POLL_INTERVAL', 2_000, 10),
     mempoolDropAfterMs: readDuration(env, 'LEDGERHOOK_MEMPOOL_DROP_AFTER', 3_600_000, 1),
+    // A bare 0 as well as 0s: "never give up" is how operators will write it.
+    traceWaitMs:
+      env.LEDGERHOOK_TRACE_WAIT?.trim() === '0'
+        ? 0
+        : readDuration(env, 'LEDGERHOOK_TRACE_WAIT', 60_000, 0, MAX_TIMEOUT_MS),
     backfill: {
       requestsPerSecond: readInt(env, 'LEDGERHOOK_BACKFILL_RPS', 20, 0, 100_000),
       blocksPerChunk: readInt(env, 'LEDGERHOOK_BACKFILL_BLOCKS', 100, 1, 10_000),

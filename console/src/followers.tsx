@@ -74,6 +74,16 @@ export function FollowersView() {
                   not notified{f.internalTransfersReason ? `: ${f.internalTransfersReason}` : ''}
                 </span>
               )}
+              {f.traceGaps && f.traceGaps.count > 0 && (
+                <div class="muted" data-trace-gaps={f.traceGaps.count}>
+                  {f.traceGaps.count === 1 ? '1 block' : `${f.traceGaps.count} blocks`} without them (trace
+                  gaps,{' '}
+                  {f.traceGaps.first === f.traceGaps.last
+                    ? `block ${f.traceGaps.first}`
+                    : `blocks ${f.traceGaps.first}–${f.traceGaps.last}`}
+                  ): the node could not trace them
+                </div>
+              )}
             </td>
             <td>{f.lastError ?? <span class="muted">—</span>}</td>
           </tr>

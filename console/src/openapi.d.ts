@@ -931,6 +931,12 @@ export interface operations {
                             internalTransfers?: boolean;
                             /** @description Why internal transfers are not read; null while they are */
                             internalTransfersReason?: string | null;
+                            /** @description EVM networks: blocks committed without their internal transfers because the node could not trace them (its state pruned, or traces failing past LEDGERHOOK_TRACE_WAIT), still open: how many, and the first and last block; every other notification of those blocks was sent */
+                            traceGaps?: {
+                                count: number;
+                                first: number | null;
+                                last: number | null;
+                            };
                         }[];
                     };
                 };
@@ -3366,6 +3372,8 @@ export interface operations {
                         progress: number;
                         /** @description Notifications added (transfers the live follower had not notified) */
                         found: number;
+                        /** @description EVM: blocks read without their internal transfers because the node could not trace them (trace gaps; GET /readyz counts those still open) */
+                        traceGaps: number;
                         /** @description Seconds left at the pace so far; null until there is one */
                         etaSeconds: number | null;
                         requested: {
@@ -3477,6 +3485,8 @@ export interface operations {
                         progress: number;
                         /** @description Notifications added (transfers the live follower had not notified) */
                         found: number;
+                        /** @description EVM: blocks read without their internal transfers because the node could not trace them (trace gaps; GET /readyz counts those still open) */
+                        traceGaps: number;
                         /** @description Seconds left at the pace so far; null until there is one */
                         etaSeconds: number | null;
                         requested: {
@@ -3606,6 +3616,8 @@ export interface operations {
                         progress: number;
                         /** @description Notifications added (transfers the live follower had not notified) */
                         found: number;
+                        /** @description EVM: blocks read without their internal transfers because the node could not trace them (trace gaps; GET /readyz counts those still open) */
+                        traceGaps: number;
                         /** @description Seconds left at the pace so far; null until there is one */
                         etaSeconds: number | null;
                         requested: {

@@ -59,6 +59,8 @@ export interface FamilyOptions {
   throttle: Throttle;
   /** Blocks per scan. */
   chunk: number;
+  /** How long one block's traces may fail before it is a trace gap (LEDGERHOOK_TRACE_WAIT; 0: for ever). */
+  traceWaitMs?: number;
 }
 
 /** The network's backfill parts; undefined when it has no node configured. */
@@ -71,7 +73,7 @@ export function backfillFamily(network: Network, options: FamilyOptions): Backfi
       client,
       throttle: options.throttle,
       chunk: options.chunk,
-      traces: createTraceReader(client, network.traces ?? 'auto'),
+      traces: createTraceReader(client, network.traces ?? 'auto', { waitMs: options.traceWaitMs }),
     });
     return {
       network,

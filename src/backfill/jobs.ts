@@ -26,6 +26,8 @@ export interface BackfillView {
   /** 0 to 1. */
   progress: number;
   found: number;
+  /** Blocks read without their internal transfers: the node could not trace them (trace gaps). */
+  traceGaps: number;
   /** Seconds left at the pace since the job (re)started here; null until there is a pace. */
   etaSeconds: number | null;
   requested: { from: string; to: string | null };
@@ -59,6 +61,7 @@ export function toView(row: BackfillRow, method: string, now = Date.now()): Back
     blocksTotal: total,
     progress: total > 0 ? Math.min(1, done / total) : 1,
     found: row.found,
+    traceGaps: row.traceGaps,
     etaSeconds: eta,
     requested: { from: row.requestedFrom, to: row.requestedTo },
     method,

@@ -7,7 +7,7 @@ import { and, eq, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import type { Network } from '../chains/networks.js';
 import { isNodeError, nodeUnavailable } from '../chains/node-errors.js';
-import type { ChainBlock, HistoryScan } from '../chains/source.js';
+import type { ChainBlock, HistoryScan, UntracedBlock } from '../chains/source.js';
 import { enqueueNotifications, type NewNotification } from '../notify/outbox.js';
 import { createSleeper } from '../shared/sleeper.js';
 import type { Db, HeldLock } from '../store/db.js';
@@ -15,6 +15,7 @@ import { isDatabaseUnavailable } from '../store/unavailable.js';
 import type { WatchedEndpoint } from '../subscriptions/events.js';
 import { subscriptions } from '../subscriptions/schema.js';
 import { blockNotifications } from '../watch/follower.js';
+import { recordTraceGaps } from '../watch/trace-gaps.js';
 import { type BackfillFamily, eventLookupOf, type Lookup, lookupOf } from './families.js';
 import type { BackfillRow } from './jobs.js';
 import { backfills } from './schema.js';
@@ -58,7 +59,7 @@ async function chunkNotifications(
   job: BackfillRow,
   watching: WatchedEndpoint,
   { from, to, head }: { from: number; to: number; head: number },
-): Promise<NewNotification[]> {
+): Promise<{ items: NewNotification[]; traceGaps: UntracedBlock[] }> {
   let scan: HistoryScan<unknown>;
   let lookup: Lookup;
   const { contractEvent } = watching;
@@ -79,7 +80,7 @@ async function chunkNotifications(
   const items: NewNotification[] = [];
   for (const block of scan.blocks as ChainBlock<unknown>[])
     items.push(...blockNotifications(job.network, block, await match(block), head, { backfill: true }));
-  return items;
+  return { items, traceGaps: scan.traceGaps ?? [] };
 }
 
 /** The job stopped on purpose (cancelled, subscription gone, lock lost): not an error. */
@@ -167,14 +168,21 @@ export function createJobRunner(deps: JobRunnerDeps, { log, jobSleepers, isRunni
           await nap.sleep(deps.pollIntervalMs);
           continue;
         }
-        const items = await chunkNotifications(deps.db, family, job, watching, { from, to, head });
+        const { items, traceGaps } = await chunkNotifications(deps.db, family, job, watching, {
+          from,
+          to,
+          head,
+        });
         await deps.db.transaction(async (tx) => {
           const inserted = await enqueueNotifications(tx, items);
+          // Its untraceable blocks are gaps like the follower's, filled the same way.
+          await recordTraceGaps(tx, job.network, traceGaps);
           const moved = await tx
             .update(backfills)
             .set({
               position: to,
               found: sql`${backfills.found} + ${inserted.length}`,
+              traceGaps: sql`${backfills.traceGaps} + ${traceGaps.length}`,
               error: null,
               updatedAt: new Date(),
             })

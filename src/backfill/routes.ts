@@ -33,6 +33,10 @@ const Backfill = Type.Object({
   blocksTotal: Type.Integer(),
   progress: Type.Number({ minimum: 0, maximum: 1 }),
   found: Type.Integer({ description: 'Notifications added (transfers the live follower had not notified)' }),
+  traceGaps: Type.Integer({
+    description:
+      'EVM: blocks read without their internal transfers because the node could not trace them (trace gaps; GET /readyz counts those still open)',
+  }),
   etaSeconds: Type.Union([Type.Integer(), Type.Null()], {
     description: 'Seconds left at the pace so far; null until there is one',
   }),

@@ -3,7 +3,13 @@ import type { AddressInfo } from 'node:net';
 import { createPublicClient, HttpRequestError, http as httpTransport } from 'viem';
 import { afterEach, describe, expect, it } from 'vitest';
 import { UpstreamUnavailableError } from '../errors.js';
-import { describeNodeError, isLogRangeTooLarge, isNodeError, nodeUnavailable } from './node-errors.js';
+import {
+  describeNodeError,
+  isLogRangeTooLarge,
+  isNodeError,
+  isStateUnavailable,
+  nodeUnavailable,
+} from './node-errors.js';
 
 const servers: http.Server[] = [];
 
@@ -44,6 +50,22 @@ async function failureAt(host: string, timeout = 10_000): Promise<string> {
   expect(text).not.toMatch(/SECRET|user|pass/);
   return text;
 }
+
+/** A real viem client of a loopback node that answers every request with `error` (with HTTP `status`). */
+async function answering(error: { code: number; message: string }, status = 200) {
+  const host = await serve((_req, res) => {
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ jsonrpc: '2.0', id: 0, error }));
+  });
+  return createPublicClient({ transport: httpTransport(`http://${host}`, { retryCount: 0 }), cacheTime: 0 });
+}
+
+/** What a request threw (undefined when it did not). */
+const failureOf = (request: Promise<unknown>): Promise<unknown> =>
+  request.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
 
 describe('describeNodeError', () => {
   it('names a node that does not answer in time', async () => {
@@ -146,21 +168,10 @@ describe('nodeUnavailable, what a client is told', () => {
 });
 
 describe('isLogRangeTooLarge: an eth_getLogs range a smaller one may pass', () => {
-  /** What a real viem client throws when the node answers `error` (or HTTP `status` with it). */
-  async function answered(error: { code: number; message: string }, status = 200): Promise<unknown> {
-    const host = await serve((_req, res) => {
-      res.writeHead(status, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ jsonrpc: '2.0', id: 0, error }));
-    });
-    const client = createPublicClient({
-      transport: httpTransport(`http://${host}`, { retryCount: 0 }),
-      cacheTime: 0,
-    });
-    return client.getLogs({ fromBlock: 0n, toBlock: 100_000n }).then(
-      () => undefined,
-      (err: unknown) => err,
+  const answered = (error: { code: number; message: string }, status = 200) =>
+    answering(error, status).then((client) =>
+      failureOf(client.getLogs({ fromBlock: 0n, toBlock: 100_000n })),
     );
-  }
 
   it.each([
     [-32005, 'query returned more than 10000 results'],
@@ -197,5 +208,28 @@ describe('isLogRangeTooLarge: an eth_getLogs range a smaller one may pass', () =
   it('refuses a node that does not answer', async () => {
     const host = await serve((req) => req.socket.destroy());
     expect(isLogRangeTooLarge(await viemFailure(host))).toBe(false);
+  });
+});
+
+describe("isStateUnavailable: a node that no longer has a block's state", () => {
+  const traced = (error: { code: number; message: string }) =>
+    answering(error).then((client) =>
+      failureOf(client.request({ method: 'trace_block' as never, params: ['0x1'] as never })),
+    );
+
+  // Every client's own words are checked in trace-reader.test.ts, through a real proxy.
+  it.each([
+    [-32000, 'execution reverted'],
+    [-32000, 'header not found'],
+    [-32005, 'request rate limited'],
+    [-32601, 'the method trace_block does not exist/is not available'],
+    [-32000, 'nonce too low: address 0xF0607e43F7Fb2C888324dEAb09E34e4aBfEE6483, tx: 8046 state: 8047'],
+  ])('is not %i "%s": that may pass, or is another failure', async (code, message) => {
+    expect(isStateUnavailable(await traced({ code, message }))).toBe(false);
+  });
+
+  it('is not a node that does not answer', async () => {
+    const host = await serve((req) => req.socket.destroy());
+    expect(isStateUnavailable(await viemFailure(host))).toBe(false);
   });
 });

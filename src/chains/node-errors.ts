@@ -139,6 +139,13 @@ export function describeNodeError(err: unknown): string {
   return `${at} ${failure.what}${failure.said ? `: ${failure.said}` : ''}`;
 }
 
+/** describeNodeError without the node's host: what is kept in the database and may reach a client. */
+export function describeNodeFailure(err: unknown): string {
+  const failure = classify(err);
+  if (!failure) return firstLine(err);
+  return `The node ${failure.what}${failure.said ? `: ${failure.said}` : ''}`;
+}
+
 /** Every URL a network's nodes are reached at. */
 function nodeUrls(network: Pick<Network, 'rpcUrls' | 'wsUrls' | 'indexerUrls'>): string[] {
   return [...network.rpcUrls, ...network.wsUrls, ...network.indexerUrls];
@@ -251,5 +258,47 @@ export function isLogRangeTooLarge(err: unknown): boolean {
     // answer with; a failure to reach it says none of them.
     const { details, message } = e as { details?: unknown; message?: unknown };
     return [details, message].some((text) => typeof text === 'string' && LOG_RANGE_TOO_LARGE.test(text));
+  });
+}
+
+/**
+ * What EVM clients answer when they keep a block but no longer the state its transactions ran on,
+ * so they cannot trace it (a full node keeps the state of its last blocks only), each in its own
+ * words:
+ * - geth, hash scheme: "required historical state unavailable (reexec=128)" (eth/state_accessor.go)
+ *   and, below it, "missing trie node 0x… (path …)" (trie.MissingNodeError); path scheme:
+ *   "historical state not available in path scheme yet", and "historical state 0x… is not
+ *   available" once it keeps state history;
+ * - reth: "state at block #N is pruned" (ProviderError::StateAtBlockPruned), and EIP-4444's
+ *   "pruned history unavailable" (error code 4444);
+ * - erigon 3: "old data not available due to pruning" (state.PrunedError);
+ * - nethermind: "No state available for block 0x…" (-32002, the trace and debug modules' check),
+ *   and from versions without that check "MissingTrieNodeException: Node … is missing from the DB".
+ */
+const STATE_UNAVAILABLE = new RegExp(
+  [
+    'required historical state unavailable',
+    'historical state (0x[0-9a-f]+ )?(is )?not available',
+    'missing trie node',
+    'state at block #?\\d+ is pruned',
+    'pruned history unavailable',
+    'not available due to pruning',
+    'no state available for block',
+    'is missing from the db',
+  ].join('|'),
+  'i',
+);
+
+/** Whether a node refused a request because it no longer has the state of that block (pruned). */
+export function isStateUnavailable(err: unknown): boolean {
+  return someInChain(err, (e) => {
+    const { code, details, message, data } = e as {
+      code?: unknown;
+      details?: unknown;
+      message?: unknown;
+      data?: unknown;
+    };
+    if (code === 4444) return true;
+    return [details, message, data].some((text) => typeof text === 'string' && STATE_UNAVAILABLE.test(text));
   });
 }

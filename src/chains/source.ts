@@ -51,6 +51,11 @@ export interface SourceStatus {
   internalTransfers?: boolean;
   /** Why they are not (off by setting, the node refuses trace methods); null while they are. */
   internalTransfersReason?: string | null;
+  /**
+   * EVM: blocks committed without their internal transfers because the node could not trace
+   * them, still open: how many, and the first and last block.
+   */
+  traceGaps?: { count: number; first: number | null; last: number | null };
 }
 
 /**
@@ -72,6 +77,15 @@ export interface HistoryScan<Activity> {
   blocks: ChainBlock<Activity>[];
   /** The watched addresses found in them, as stored. */
   watched: string[];
+  /** EVM: blocks of the range read without their internal transfers (the node could not trace them). */
+  traceGaps?: UntracedBlock[];
+}
+
+/** A block read without its traces (a trace gap), and why. */
+export interface UntracedBlock {
+  height: number;
+  hash: string;
+  reason: string;
 }
 
 /**

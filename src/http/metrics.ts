@@ -202,6 +202,13 @@ function registerFollowerMetrics(registry: Registry, sources: MetricSources): vo
   );
   perNetwork(
     registry,
+    'ledgerhook_trace_gaps_open',
+    'EVM networks: blocks committed without their internal transfers because the node could not trace them, not filled yet',
+    followers,
+    (s) => s.traceGaps?.count ?? null,
+  );
+  perNetwork(
+    registry,
     'ledgerhook_follower_standby',
     '1 while another process holds the network',
     followers,

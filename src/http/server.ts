@@ -288,6 +288,19 @@ function registerServiceRoutes(
                     description: 'Why internal transfers are not read; null while they are',
                   }),
                 ),
+                traceGaps: Type.Optional(
+                  Type.Object(
+                    {
+                      count: Type.Integer({ minimum: 0 }),
+                      first: Type.Union([Type.Integer(), Type.Null()]),
+                      last: Type.Union([Type.Integer(), Type.Null()]),
+                    },
+                    {
+                      description:
+                        'EVM networks: blocks committed without their internal transfers because the node could not trace them (its state pruned, or traces failing past LEDGERHOOK_TRACE_WAIT), still open: how many, and the first and last block; every other notification of those blocks was sent',
+                    },
+                  ),
+                ),
               }),
             ),
           }),

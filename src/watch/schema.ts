@@ -1,4 +1,4 @@
-import { bigint, index, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { bigint, index, integer, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 
 /**
  * How far each network has been processed. Written in the same transaction as the notifications
@@ -47,4 +47,27 @@ export const pendingAnnouncements = pgTable(
     missingSince: timestamp('missing_since', { withTimezone: true, precision: 3, mode: 'date' }),
   },
   (t) => [index('pending_announcements_network_idx').on(t.network, t.txId)],
+);
+
+/**
+ * Trace gaps: EVM blocks committed without their internal transfers because the node could not
+ * trace them (its state pruned, or its traces failing past LEDGERHOOK_TRACE_WAIT). Written in the
+ * transaction that commits the block, so a crash neither loses nor doubles one; a gap goes when
+ * it is filled or its block leaves the chain.
+ */
+export const traceGaps = pgTable(
+  'trace_gaps',
+  {
+    network: text('network').notNull(),
+    height: bigint('height', { mode: 'number' }).notNull(),
+    hash: text('hash').notNull(),
+    /** Why the node could not trace it, in our words (no node address). */
+    reason: text('reason').notNull(),
+    /** When the block was committed without its traces. */
+    since: timestamp('since', { withTimezone: true, precision: 3, mode: 'date' }).notNull(),
+    /** Attempts to fill it so far, and when the last one was made. */
+    tries: integer('tries').notNull().default(0),
+    triedAt: timestamp('tried_at', { withTimezone: true, precision: 3, mode: 'date' }),
+  },
+  (t) => [primaryKey({ columns: [t.network, t.height, t.hash] })],
 );

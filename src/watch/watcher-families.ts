@@ -27,6 +27,7 @@ import { createEvmMempoolWatcher, type MempoolWatcher } from './mempool.js';
 import { nonceClaim } from './mempool-backlog.js';
 import { type Claimed, createPendingLifecycle } from './pending-lifecycle.js';
 import { solanaMatcher } from './solana-notifications.js';
+import { bothSettlers, createTraceGapTracker } from './trace-gaps.js';
 
 /** What following a network takes, from the watcher. */
 export interface FamilyDeps {
@@ -47,6 +48,8 @@ export interface FamilyDeps {
   mempoolDropAfterMs: number;
   /** Counts a log that matched a followed event's topic0 but does not fit its ABI. */
   onMismatch: (network: string) => void;
+  /** How long one block's traces may fail before it is committed as a trace gap (0: for ever). */
+  traceWaitMs: number;
 }
 
 export function evmClient(rpcUrls: string[], timeoutMs = 10_000): PublicClient {
@@ -130,7 +133,7 @@ function traceReaderOf(deps: FamilyDeps, network: Network, client: PublicClient)
     if (available) log.info({ method }, 'internal transfers are read from the node’s traces');
     else log.warn({ reason }, 'internal transfers are not notified on this network');
   };
-  const reader = createTraceReader(client, setting, { onChange: report });
+  const reader = createTraceReader(client, setting, { onChange: report, waitMs: deps.traceWaitMs });
   if (setting === 'off') report(reader.status());
   return reader;
 }
@@ -151,11 +154,26 @@ export function followEvm(deps: FamilyDeps, network: Network): void {
       ? { wsUrl: network.wsUrls[0]!, logger: deps.logger.child({ network: network.name }) }
       : undefined;
   const lifecycle = createPendingLifecycle({ db: deps.db, network: network.name, logger: deps.logger });
+  const gaps = createTraceGapTracker<EvmBlockActivity>({
+    db: deps.db,
+    network: network.name,
+    logger: deps.logger,
+    gapOf: (activity) => activity.traceGap,
+  });
+  const source = evmSource(client, undefined, heads, traceReaderOf(deps, network, client));
+  const traces = source.status;
+  source.status = () => ({ ...traces?.(), traceGaps: gaps.status() });
   const follower = deps.startFollower(
     network,
-    evmSource(client, undefined, heads, traceReaderOf(deps, network, client)),
+    source,
     evmMatcher({ network, index: deps.index, tokens, onMismatch: deps.onMismatch }),
-    { settle: lifecycle.blockSettler(evmClaims), onLead: lifecycle.reload },
+    {
+      settle: bothSettlers(lifecycle.blockSettler(evmClaims), gaps.settler),
+      onLead: async () => {
+        await lifecycle.reload();
+        await gaps.load();
+      },
+    },
   );
   const mempool = createEvmMempoolWatcher({
     db: deps.db,

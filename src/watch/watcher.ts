@@ -44,6 +44,8 @@ export interface WatcherDeps {
   origin?: string;
   /** LEDGERHOOK_MEMPOOL_DROP_AFTER: a pending EVM transaction gone from the pool this long is withdrawn. */
   mempoolDropAfterMs?: number;
+  /** LEDGERHOOK_TRACE_WAIT: how long one block's traces may fail before it is a trace gap (0: for ever). */
+  traceWaitMs?: number;
   /** The dispatcher of this process (dispatcher role too): followers hand it their new rows. */
   handoff?: OutboxHandoff;
 }
@@ -75,6 +77,7 @@ export function createWatcher(deps: WatcherDeps) {
     startFollower,
     mempools,
     mempoolDropAfterMs: deps.mempoolDropAfterMs ?? 3_600_000,
+    traceWaitMs: deps.traceWaitMs ?? 60_000,
   };
 
   /** Starts the network's follower (and the family's companions) when its first subscription comes. */

@@ -18,7 +18,7 @@ import {
 } from 'viem';
 import { isMethodUnavailable } from '../node-errors.js';
 import type { RpcReceiptFees } from './fees.js';
-import type { TraceReader } from './trace-reader.js';
+import { isTraceGap, type TraceReader } from './trace-reader.js';
 import type { InternalTransfer } from './traces.js';
 import type { EvmBlockActivity, EvmLog, EvmPayment, EvmTransfer, TokenInfo } from './types.js';
 
@@ -470,7 +470,8 @@ export async function readBlockActivity(
     traced?.({ hash: block.hash, number: BigInt(block.number), transactions: block.transactions }),
   ]);
   let byHash: Map<Hex, InternalTransfer[]> | undefined;
-  if (internal) {
+  const gap = isTraceGap(internal) ? internal.gap : undefined;
+  if (internal && !isTraceGap(internal)) {
     byHash = new Map();
     internal.forEach((moved, i) => {
       if (moved.length > 0) byHash!.set(block.transactions[i]!.hash, moved);
@@ -484,6 +485,7 @@ export async function readBlockActivity(
     transfers: rpcTransfers(block, receipts, byHash),
     payments: rpcPayments(block, receipts),
     logs: rpcLogs(receipts),
+    ...(gap === undefined ? {} : { traceGap: gap }),
   };
 }
 

@@ -7,7 +7,7 @@
  */
 import { type Hex, type PublicClient, pad } from 'viem';
 import type { Throttle } from '../../shared/throttle.js';
-import type { ChainBlock, HistoryScan, HistorySource, WatchedAddresses } from '../source.js';
+import type { ChainBlock, HistoryScan, HistorySource, UntracedBlock, WatchedAddresses } from '../source.js';
 import {
   logTransfers,
   nativeTransfer,
@@ -21,7 +21,7 @@ import {
 } from './activity.js';
 import { describeEventScan, type EventLogQuery, scanEventLogs } from './event-history.js';
 import { getLogs, hex, type Request, type RpcHistoryLog, throttledRequest } from './get-logs.js';
-import type { TraceReader } from './trace-reader.js';
+import { isTraceGap, type TraceReader } from './trace-reader.js';
 import type { InternalTransfer } from './traces.js';
 import type { EvmBlockActivity, EvmTransfer } from './types.js';
 
@@ -88,9 +88,10 @@ async function blocksOf(
   { request, throttle, traces }: EvmHistoryNode,
   from: number,
   to: number,
-): Promise<{ blocks: RpcBlock[]; internal: (InternalTransfer[][] | undefined)[] }> {
+): Promise<{ blocks: RpcBlock[]; internal: (InternalTransfer[][] | undefined)[]; gaps: UntracedBlock[] }> {
   const blocks = new Array<RpcBlock>(to - from + 1);
   const internal = new Array<InternalTransfer[][] | undefined>(to - from + 1);
+  const gaps: UntracedBlock[] = [];
   let next = from;
   const worker = async () => {
     while (next <= to) {
@@ -101,15 +102,17 @@ async function blocksOf(
       if (!block || block.hash === null || block.number === null)
         throw new Error(`the node has no block ${height}`);
       blocks[height - from] = block;
-      internal[height - from] = await traced?.({
+      const outcome = await traced?.({
         hash: block.hash,
         number: BigInt(block.number),
         transactions: block.transactions,
       });
+      if (isTraceGap(outcome)) gaps.push({ height, hash: block.hash, reason: outcome.gap });
+      else internal[height - from] = outcome;
     }
   };
   await Promise.all(Array.from({ length: Math.min(BLOCKS_IN_FLIGHT, to - from + 1) }, worker));
-  return { blocks, internal };
+  return { blocks, internal, gaps: gaps.sort((a, b) => a.height - b.height) };
 }
 
 async function receipt(request: Request, tx: RpcTransaction, blockHash: Hex): Promise<RpcReceipt> {
@@ -272,7 +275,7 @@ async function scanRange(
   to: number,
   watched: WatchedAddresses,
 ): Promise<HistoryScan<EvmBlockActivity>> {
-  const [logs, { blocks, internal }] = await Promise.all([
+  const [logs, { blocks, internal, gaps }] = await Promise.all([
     transferLogs(node.request, from, to, watched),
     blocksOf(node, from, to),
   ]);
@@ -297,7 +300,11 @@ async function scanRange(
   await addNativeTransfers(node.request, valued, creationReceipts, isWatched, add);
   addInternalTransfers(blocks, internal, isWatched, add);
 
-  return { blocks: assembleBlocks(blocks, byHeight), watched: found };
+  return {
+    blocks: assembleBlocks(blocks, byHeight),
+    watched: found,
+    ...(gaps.length > 0 ? { traceGaps: gaps } : {}),
+  };
 }
 
 /** The history of an EVM network: its watched addresses' transfers, and followed contract events. */

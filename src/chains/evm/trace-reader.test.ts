@@ -147,4 +147,86 @@ describe('the trace reader', () => {
     await expect(read(createTraceReader(client, 'debug'))).rejects.toThrow(/TraceMismatch|transaction/);
     await expect(read(createTraceReader(client, 'parity'))).rejects.toThrow(/TraceMismatch|transaction/);
   });
+
+  /** What each client answers for a block whose state it no longer has, as their sources write it. */
+  const PRUNED_STATE: [string, { code: number; message: string; data?: string }][] = [
+    ['geth, hash scheme', { code: -32000, message: 'required historical state unavailable (reexec=128)' }],
+    ['geth, path scheme', { code: -32000, message: 'historical state not available in path scheme yet' }],
+    [
+      'geth, state history',
+      { code: -32000, message: `historical state 0x${'ab'.repeat(32)} is not available` },
+    ],
+    ['geth, a missing trie node', { code: -32000, message: `missing trie node ${'cd'.repeat(32)} (path )` }],
+    ['reth', { code: -32000, message: 'state at block #21000000 is pruned' }],
+    ['reth, EIP-4444', { code: 4444, message: 'Pruned history unavailable' }],
+    ['erigon 3', { code: -32000, message: 'old data not available due to pruning' }],
+    ['nethermind', { code: -32002, message: `No state available for block 21000000 (0x${'ef'.repeat(32)})` }],
+    [
+      'nethermind, before its state check',
+      {
+        code: -32603,
+        message: 'Internal error',
+        data: `Nethermind.Trie.MissingTrieNodeException: Node 0x${'12'.repeat(32)} is missing from the DB`,
+      },
+    ],
+  ];
+
+  it.each(PRUNED_STATE)(
+    "%s: a block whose state is pruned is a gap at once, with the node's words",
+    async (_, error) => {
+      proxy.intercept((request) => (TRACE_METHODS.includes(request.method) ? { error } : undefined));
+      for (const setting of ['auto', 'debug', 'parity'] as const) {
+        const outcome = await read(createTraceReader(client, setting));
+        expect(outcome).toEqual({
+          gap: expect.stringMatching(
+            /^the node no longer has this block's state \(The node answered JSON-RPC error/,
+          ),
+        });
+        expect((outcome as { gap: string }).gap).not.toContain(proxy.url.replace('http://', ''));
+      }
+    },
+  );
+
+  it("other failures are retried until the block's traces have failed for the wait, then it is a gap", async () => {
+    proxy.intercept((request) => (TRACE_METHODS.includes(request.method) ? { httpStatus: 503 } : undefined));
+    let now = 1_000_000;
+    const reader = createTraceReader(client, 'debug', { now: () => now, waitMs: 60_000 });
+    await expect(read(reader)).rejects.toThrow();
+    now += 59_000;
+    await expect(read(reader)).rejects.toThrow();
+    now += 1_000;
+    expect(await read(reader)).toEqual({
+      gap: 'its traces kept failing for 60 s (The node answered HTTP 503)',
+    });
+    // The wait is counted per block: the next failure of it starts again.
+    await expect(read(reader)).rejects.toThrow();
+  });
+
+  it('an answer of another block, failing for the wait, is a gap too; with a wait of 0 it never is', async () => {
+    proxy.intercept((request) => (TRACE_METHODS.includes(request.method) ? { result: [] } : undefined));
+    let now = 0;
+    const waiting = createTraceReader(client, 'parity', { now: () => now, waitMs: 1_000 });
+    await expect(read(waiting)).rejects.toThrow();
+    now += 1_000;
+    expect(await read(waiting)).toEqual({ gap: expect.stringMatching(/^its traces kept failing for 1 s/) });
+    const forever = createTraceReader(client, 'parity', { now: () => now, waitMs: 0 });
+    await expect(read(forever)).rejects.toThrow();
+    now += 86_400_000;
+    await expect(read(forever)).rejects.toThrow();
+  });
+
+  it('a block traced after failing is read in full, and its failures forgotten', async () => {
+    let failing = true;
+    proxy.intercept((request) =>
+      failing && TRACE_METHODS.includes(request.method) ? { httpStatus: 502 } : undefined,
+    );
+    let now = 0;
+    const reader = createTraceReader(client, 'debug', { now: () => now, waitMs: 10_000 });
+    await expect(read(reader)).rejects.toThrow();
+    failing = false;
+    expect(await read(reader)).toEqual(forwarded());
+    failing = true;
+    now += 10_000;
+    await expect(read(reader)).rejects.toThrow();
+  });
 });

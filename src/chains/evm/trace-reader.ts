@@ -4,10 +4,14 @@
  * with geth's callTracer (geth, reth, nethermind, erigon, anvil) or parity's `trace_block`
  * (erigon, nethermind, reth, anvil). A network's `traces` setting picks one, turns them off, or
  * (`auto`) probes: callTracer first, then trace_block.
+ *
+ * A block the node cannot trace never holds the network up: a node that no longer has the block's
+ * state says so at once, and any other failure is retried until the block's traces have failed for
+ * the trace wait; the block is then read without its internal transfers, as a trace gap.
  */
 import type { Hex, PublicClient } from 'viem';
 import type { TracesSetting } from '../networks.js';
-import { isMethodUnavailable } from '../node-errors.js';
+import { describeNodeFailure, isMethodUnavailable, isStateUnavailable } from '../node-errors.js';
 import { blockInternalTransfers, type InternalTransfer, type TraceFormat } from './traces.js';
 
 const METHOD: Record<TraceFormat, string> = {
@@ -26,14 +30,31 @@ export interface TracesStatus {
 
 /** After this long without traces, `auto` asks the node again: behind a fallback it may be another. */
 const REPROBE_AFTER_MS = 10 * 60_000;
+/** Blocks whose failing traces are remembered at once: a read-ahead window's worth, and then some. */
+const FAILING_KEPT = 64;
+
+/** A block whose traces cannot be had: read without its internal transfers, and why. */
+export interface TraceGap {
+  gap: string;
+}
+
+/**
+ * What a block's traces gave: each transaction's internal transfers in block order; a gap; or
+ * undefined when traces are not read on the network (off, or refused by the node).
+ */
+export type TraceOutcome = InternalTransfer[][] | TraceGap | undefined;
+
+export function isTraceGap(outcome: TraceOutcome): outcome is TraceGap {
+  return outcome !== undefined && !Array.isArray(outcome);
+}
 
 export interface TraceReader {
   /**
    * Asks for the traces of the block at `number` (sent at once, beside the block and its
-   * receipts); the answer, once awaited with the block, is checked against it and gives each
-   * transaction's internal transfers in block order, or undefined when traces are not read.
+   * receipts); the answer, once awaited with the block, is checked against it (TraceOutcome). A
+   * failure that may pass is thrown, to be read again, until the trace wait is over.
    */
-  read(number: bigint): (block: TracedBlock) => Promise<InternalTransfer[][] | undefined>;
+  read(number: bigint): (block: TracedBlock) => Promise<TraceOutcome>;
   status(): TracesStatus;
 }
 
@@ -58,9 +79,20 @@ function request(client: PublicClient, format: TraceFormat, number: bigint): Pro
 export function createTraceReader(
   client: PublicClient,
   setting: TracesSetting,
-  options: { now?: () => number; onChange?: (status: TracesStatus) => void } = {},
+  options: {
+    now?: () => number;
+    onChange?: (status: TracesStatus) => void;
+    /**
+     * How long one block's traces may keep failing (other than for its pruned state) before it
+     * is read without them (LEDGERHOOK_TRACE_WAIT); 0: retried for ever, the network waiting.
+     */
+    waitMs?: number;
+  } = {},
 ): TraceReader {
   const now = options.now ?? Date.now;
+  const waitMs = options.waitMs ?? 60_000;
+  /** Since when each block's traces have been failing, by number. */
+  const failingSince = new Map<bigint, number>();
   const candidates: TraceFormat[] =
     setting === 'auto' ? ['debug', 'parity'] : setting === 'off' ? [] : [setting];
   /** The method in use; undefined before the first probe and while none answers. */
@@ -104,6 +136,25 @@ export function createTraceReader(
     return undefined;
   }
 
+  /** A failed read of a block's traces: a gap (pruned state, or failing past the wait), else thrown. */
+  function untraceable(number: bigint, err: unknown): TraceGap {
+    if (isStateUnavailable(err)) {
+      failingSince.delete(number);
+      return { gap: `the node no longer has this block's state (${describeNodeFailure(err)})` };
+    }
+    if (waitMs === 0) throw err;
+    const since = failingSince.get(number) ?? now();
+    if (now() - since >= waitMs) {
+      failingSince.delete(number);
+      return {
+        gap: `its traces kept failing for ${Math.round(waitMs / 1000)} s (${describeNodeFailure(err)})`,
+      };
+    }
+    failingSince.set(number, since);
+    if (failingSince.size > FAILING_KEPT) failingSince.delete(failingSince.keys().next().value!);
+    throw err;
+  }
+
   return {
     read(number) {
       if (candidates.length === 0) return async () => undefined;
@@ -124,17 +175,24 @@ export function createTraceReader(
           : probe(number);
       asked.catch(() => {}); // awaited with the block, unless the block is missing
       return async (block) => {
-        const found = await asked;
+        let found: Awaited<typeof asked>;
+        let transfers: InternalTransfer[][];
+        try {
+          found = await asked;
+          if (found) transfers = blockInternalTransfers(found.format, found.answer, block);
+        } catch (err) {
+          return untraceable(number, err);
+        }
         probed = true;
         if (!found) {
           refused();
           return undefined;
         }
-        const transfers = blockInternalTransfers(found.format, found.answer, block);
+        failingSince.delete(number);
         format = found.format;
         refusedAt = undefined;
         set({ available: true, method: METHOD[found.format], reason: null });
-        return transfers;
+        return transfers!;
       };
     },
     status: () => status,

@@ -77,6 +77,11 @@ export interface EvmBlockActivity {
   payments: EvmPayment[];
   /** The logs of its successful transactions, in block order (a reverted transaction has none). */
   logs: EvmLog[];
+  /**
+   * Set when the node could not give the block's traces (its state pruned, or failing past the
+   * trace wait): why. Its internal transfers are then missing from `transfers`: a trace gap.
+   */
+  traceGap?: string;
 }
 
 export interface TokenInfo {
