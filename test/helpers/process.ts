@@ -153,9 +153,11 @@ function spawnCli(args: string[], env: Record<string, string>) {
   child.stderr.on('data', (c: Buffer) => {
     stderr += c.toString();
   });
+  // 'close', not 'exit': a process may exit before its output has been read; what a test reads
+  // once it ended must be whole (doctor's one line was missing from 1 run in 20 under load).
   const exited = new Promise<number | null>((resolve, reject) => {
     child.on('error', reject);
-    child.on('exit', resolve);
+    child.on('close', resolve);
   });
   return { child, stdout: () => stdout, stderr: () => stderr, exited };
 }
