@@ -73,7 +73,11 @@ export function backfillFamily(network: Network, options: FamilyOptions): Backfi
       client,
       throttle: options.throttle,
       chunk: options.chunk,
-      traces: createTraceReader(client, network.traces ?? 'auto', { waitMs: options.traceWaitMs }),
+      traces: createTraceReader(
+        network.tracesRpcUrls ? evmClient(network.tracesRpcUrls) : client,
+        network.traces ?? 'auto',
+        { waitMs: options.traceWaitMs },
+      ),
     });
     return {
       network,

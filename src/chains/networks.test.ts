@@ -598,3 +598,36 @@ describe('the traces setting of an EVM network', () => {
     expect(() => loadNetworks({ LEDGERHOOK_CONFIG: onSol })).toThrow(/networks\.SOL\.traces/);
   });
 });
+
+describe('the tracing node of an EVM network (tracesRpc)', () => {
+  test('none unless named, in the config file or by LEDGERHOOK_TRACES_RPC_<NAME> (which wins)', () => {
+    expect(loadNetworks({}).find('ETH')?.tracesRpcUrls).toBeUndefined();
+    const file = configFile({
+      networks: {
+        ETH: { tracesRpc: 'http://archive:8545' },
+        BSC: { tracesRpc: ['http://a:1', 'https://b/x'] },
+      },
+    });
+    const networks = loadNetworks({ LEDGERHOOK_CONFIG: file, LEDGERHOOK_TRACES_RPC_BSC: 'http://c:2' });
+    expect(networks.find('ETH')?.tracesRpcUrls).toEqual(['http://archive:8545']);
+    expect(networks.find('BSC')?.tracesRpcUrls).toEqual(['http://c:2']);
+    // Blocks and receipts still come from the network's own rpc.
+    expect(networks.find('ETH')?.rpcUrls).toEqual(loadNetworks({}).find('ETH')?.rpcUrls);
+  });
+
+  test('a URL that is not http(s), an empty list, or another family, is a configuration error naming it', () => {
+    expect(() => loadNetworks({ LEDGERHOOK_TRACES_RPC_ETH: 'ws://node:8546' })).toThrow(
+      /^LEDGERHOOK_TRACES_RPC_ETH has "ws:\/\/node:8546", not an http\(s\) JSON-RPC URL/,
+    );
+    expect(() => loadNetworks({ LEDGERHOOK_TRACES_RPC_ETH: 'not a url' })).toThrow(
+      /^LEDGERHOOK_TRACES_RPC_ETH has an invalid URL/,
+    );
+    expect(() => loadNetworks({ LEDGERHOOK_TRACES_RPC_BTC: 'http://node:8332' })).toThrow(
+      /^LEDGERHOOK_TRACES_RPC_BTC is for EVM networks only/,
+    );
+    const empty = configFile({ networks: { ETH: { tracesRpc: [] } } });
+    expect(() => loadNetworks({ LEDGERHOOK_CONFIG: empty })).toThrow(
+      /networks\.ETH\.tracesRpc must name at least one URL/,
+    );
+  });
+});

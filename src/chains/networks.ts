@@ -42,6 +42,11 @@ export interface Network {
    * `off` reads none (internal transfers are not notified).
    */
   traces?: TracesSetting;
+  /**
+   * EVM only: the node(s) traces are read from (an archive or tracing node), tried in order;
+   * blocks and receipts still come from `rpcUrls`. Absent: traces come from `rpcUrls` too.
+   */
+  tracesRpcUrls?: string[];
   /** How addresses are written, for error messages. */
   addressFormat: string;
   /** Confirmations a subscription waits for unless it asks otherwise. */
@@ -244,6 +249,7 @@ interface FileNetwork {
   genesisId?: string;
   genesisHash?: string;
   traces?: string;
+  tracesRpc?: string[] | string;
 }
 
 /** A `traces` setting checked: one of TRACES_SETTINGS, on an EVM network. */
@@ -254,6 +260,16 @@ function tracesSetting(value: unknown, family: Family, where: string): TracesSet
       `must be one of ${TRACES_SETTINGS.join(', ')}, for an EVM network (got "${String(value)}")`,
     );
   return value as TracesSetting;
+}
+
+/** A `tracesRpc` setting checked: HTTP(S) JSON-RPC URLs, on an EVM network. */
+function tracesRpc(value: unknown, family: Family, where: string): string[] {
+  if (family !== 'evm') throw new ConfigError(where, 'is for EVM networks only');
+  const list = urls(value, where);
+  const other = list.find((url) => !/^https?:/i.test(url));
+  if (other !== undefined) throw new ConfigError(where, `has "${other}", not an http(s) JSON-RPC URL`);
+  if (list.length === 0) throw new ConfigError(where, 'must name at least one URL');
+  return list;
 }
 
 function urls(value: unknown, where: string): string[] {
@@ -290,13 +306,13 @@ export const CONFIG_FILE_LIMITS = {
   bytes: 1024 * 1024,
   networks: 1_000,
   aliasesPerNetwork: 16,
-  /** In each of a network's rpc, ws and indexer lists (tried in order: a fallback, not a pool). */
+  /** In each of a network's rpc, ws, indexer and tracesRpc lists (tried in order: a fallback, not a pool). */
   urlsPerList: 8,
-  /** rpc, ws and indexer URLs of all the networks together. */
+  /** Node URLs of all the networks together. */
   urls: 2_000,
 } as const;
 
-/** The node URLs a network's rpc, ws or indexer field lists, as they are split below. */
+/** The node URLs one of a network's URL fields lists, as they are split below. */
 function urlCount(value: unknown): number {
   if (typeof value === 'string') return value.split(',').length;
   return Array.isArray(value) ? value.length : 0;
@@ -321,7 +337,7 @@ function checkFileLimits(file: string, networks: Record<string, unknown>): void 
         `${where}.aliases`,
         `has ${fields.aliases.length} names, over the limit of ${limits.aliasesPerNetwork}`,
       );
-    for (const field of ['rpc', 'ws', 'indexer']) {
+    for (const field of ['rpc', 'ws', 'indexer', 'tracesRpc']) {
       const n = urlCount(fields[field]);
       if (n > limits.urlsPerList)
         throw new ConfigError(`${where}.${field}`, `has ${n} URLs, over the limit of ${limits.urlsPerList}`);
@@ -442,6 +458,11 @@ export function loadNetworks(
             ? {}
             : { traces: base.traces }
           : { traces: tracesSetting(spec.traces, family, `${where}.traces`) }),
+        ...(spec.tracesRpc === undefined
+          ? base?.tracesRpcUrls === undefined
+            ? {}
+            : { tracesRpcUrls: base.tracesRpcUrls }
+          : { tracesRpcUrls: tracesRpc(spec.tracesRpc, family, `${where}.tracesRpc`) }),
       });
     }
   }
@@ -457,6 +478,9 @@ export function loadNetworks(
     if (api) n.api = api;
     const traces = env[`LEDGERHOOK_TRACES_${n.name}`]?.trim();
     if (traces) n.traces = tracesSetting(traces, n.family, `LEDGERHOOK_TRACES_${n.name}`);
+    const tracesNode = env[`LEDGERHOOK_TRACES_RPC_${n.name}`];
+    if (tracesNode?.trim())
+      n.tracesRpcUrls = tracesRpc(tracesNode, n.family, `LEDGERHOOK_TRACES_RPC_${n.name}`);
   }
   for (const n of byName.values()) {
     const apis = NODE_APIS[n.family];

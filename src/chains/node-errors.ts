@@ -146,18 +146,18 @@ export function describeNodeFailure(err: unknown): string {
   return `The node ${failure.what}${failure.said ? `: ${failure.said}` : ''}`;
 }
 
+/** Where a network's nodes are reached. */
+type NodeUrls = Pick<Network, 'rpcUrls' | 'wsUrls' | 'indexerUrls'> & Partial<Pick<Network, 'tracesRpcUrls'>>;
+
 /** Every URL a network's nodes are reached at. */
-function nodeUrls(network: Pick<Network, 'rpcUrls' | 'wsUrls' | 'indexerUrls'>): string[] {
-  return [...network.rpcUrls, ...network.wsUrls, ...network.indexerUrls];
+function nodeUrls(network: NodeUrls): string[] {
+  return [...network.rpcUrls, ...network.wsUrls, ...network.indexerUrls, ...(network.tracesRpcUrls ?? [])];
 }
 
 const redactors = new WeakMap<object, (text: string) => string>();
 
 /** Blanks the secret parts of the network's node URLs (path, query, user, password) out of a text. */
-export function redactNodeUrls(
-  network: Pick<Network, 'rpcUrls' | 'wsUrls' | 'indexerUrls'>,
-  text: string,
-): string {
+export function redactNodeUrls(network: NodeUrls, text: string): string {
   let redact = redactors.get(network);
   if (!redact) {
     redact = urlSecretRedactor(nodeUrls(network)) ?? ((t) => t);
@@ -172,7 +172,7 @@ export function redactNodeUrls(
  * original error stays in `cause`, for the log.
  */
 export function nodeUnavailable(
-  network: Pick<Network, 'name' | 'rpcUrls' | 'wsUrls' | 'indexerUrls'>,
+  network: NodeUrls & Pick<Network, 'name'>,
   err: unknown,
 ): UpstreamUnavailableError {
   let reason: string;

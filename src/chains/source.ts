@@ -56,6 +56,8 @@ export interface SourceStatus {
    * them, still open: how many, and the first and last block.
    */
   traceGaps?: { count: number; first: number | null; last: number | null };
+  /** EVM: the host (and port) of the node traces are read from, when the network names one (tracesRpc). */
+  tracesNode?: string;
 }
 
 /**

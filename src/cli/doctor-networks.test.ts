@@ -9,15 +9,19 @@ const dataDir = path.join(os.tmpdir(), 'ledgerhook-doctor-selection');
 
 describe("doctor's network selection", () => {
   test('a catalog network is checked only when a subscription uses it or its node is configured', () => {
-    const config = loadConfig({ LEDGERHOOK_DATA_DIR: dataDir, LEDGERHOOK_RPC_BSC: 'http://127.0.0.1:8545' });
+    const config = loadConfig({
+      LEDGERHOOK_DATA_DIR: dataDir,
+      LEDGERHOOK_RPC_BSC: 'http://127.0.0.1:8545',
+      LEDGERHOOK_TRACES_RPC_POL: 'http://127.0.0.1:8546',
+    });
     const selection = selectNetworks(config, ['SOL']);
     expect(selection.checked.map(({ network, why }) => [network.name, why])).toEqual([
       ['BSC', 'node configured'],
+      ['POL', 'node configured'],
       ['SOL', 'used by subscriptions'],
     ]);
     expect(selection.notChecked).toEqual([
       'ETH',
-      'POL',
       'GLRM',
       'BASE',
       'ARB',

@@ -26,6 +26,10 @@ export interface NetworkSelection {
   unknownInUse: string[];
 }
 
+/** The nodes a network is read through, its tracing node included. */
+const nodesOf = (network: Network): string =>
+  [...probedUrls(network), ...(network.tracesRpcUrls ?? [])].join(',');
+
 /** `inUse`: the networks of the subscriptions, undefined when the database could not be read. */
 export function selectNetworks(config: Config, inUse: string[] | undefined): NetworkSelection {
   const builtIn = loadNetworks({});
@@ -38,8 +42,7 @@ export function selectNetworks(config: Config, inUse: string[] | undefined): Net
     if (used.has(network.name)) why.push('used by subscriptions');
     if (config.anchor.network && config.networks.find(config.anchor.network) === network)
       why.push('anchor network');
-    if (!catalog || probedUrls(catalog).join(',') !== probedUrls(network).join(','))
-      why.push('node configured');
+    if (!catalog || nodesOf(catalog) !== nodesOf(network)) why.push('node configured');
     if (why.length > 0) checked.push({ network, why: why.join(', ') });
     else notChecked.push(network.name);
   }
@@ -101,14 +104,29 @@ function tracesPart(
   const traces = found.traces;
   if (!traces) return { text: '' };
   if (traces.setting === 'off') return { text: ', traces off (no internal transfers)' };
+  const variable = `LEDGERHOOK_TRACES_RPC_${network.name} (tracesRpc)`;
+  const tracer = traces.node === undefined ? 'the node' : `the tracing node ${traces.node}`;
+  if (traces.otherChain !== undefined)
+    return {
+      text: `, ${tracer} is a node of chain ${traces.otherChain}`,
+      concern: 'FAIL',
+      fix: `point ${variable} at a node of chain ${network.chainId}`,
+    };
   if (traces.error)
     return {
-      text: `, traces could not be read (the node ${describeUnreachable(traces.error, timeoutMs)})`,
+      text: `, traces could not be read (${tracer} ${describeUnreachable(traces.error, timeoutMs)})`,
       concern: 'warn',
-      fix: 'internal transfers wait until the node answers trace requests',
+      fix: `blocks whose traces keep failing for LEDGERHOOK_TRACE_WAIT are committed without their internal transfers (trace gaps)${traces.node === undefined ? '' : `: check ${variable}`}`,
+    };
+  if (traces.gap)
+    return {
+      text: `, ${tracer} cannot trace its latest block: ${traces.gap}`,
+      concern: 'warn',
+      fix: `blocks it cannot trace are committed without their internal transfers (trace gaps): name an archive or tracing node in ${variable}`,
     };
   const status = traces.status;
-  if (status?.available) return { text: `, traces by ${status.method}` };
+  const from = traces.node === undefined ? '' : ` from ${traces.node}`;
+  if (status?.available) return { text: `, traces by ${status.method}${from}` };
   return {
     text: `, no traces: ${status?.reason ?? 'not answered'}`,
     // The operator asked for this method: without it, what they expect is not notified.

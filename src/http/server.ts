@@ -288,6 +288,12 @@ function registerServiceRoutes(
                     description: 'Why internal transfers are not read; null while they are',
                   }),
                 ),
+                tracesNode: Type.Optional(
+                  Type.String({
+                    description:
+                      'EVM networks that name a tracing node (tracesRpc): its host and port; traces are read there, blocks and receipts from the network’s rpc',
+                  }),
+                ),
                 traceGaps: Type.Optional(
                   Type.Object(
                     {

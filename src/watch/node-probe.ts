@@ -9,7 +9,7 @@ import type { Hex } from 'viem';
 import { createAlgorandSource } from '../chains/algorand/source.js';
 import { bitcoinParams } from '../chains/bitcoin/params.js';
 import { createBitcoinSource } from '../chains/bitcoin/source.js';
-import { createTraceReader, type TracesStatus } from '../chains/evm/trace-reader.js';
+import { createTraceReader, isTraceGap, type TracesStatus } from '../chains/evm/trace-reader.js';
 import type { Network, TracesSetting } from '../chains/networks.js';
 import { createSolanaSource } from '../chains/solana/source.js';
 import { evmClient } from './watcher-families.js';
@@ -22,7 +22,17 @@ export interface NodeProbe {
   /** EVM: the chain id the node reports (eth_chainId). */
   chainId?: number;
   /** EVM: the traces setting and what the node answered to it; absent elsewhere. */
-  traces?: { setting: TracesSetting; status?: TracesStatus; error?: unknown };
+  traces?: {
+    setting: TracesSetting;
+    status?: TracesStatus;
+    error?: unknown;
+    /** Why the latest block could not be traced (the node no longer has its state, say). */
+    gap?: string;
+    /** The tracing node asked (host and port), when the network names one (tracesRpc). */
+    node?: string;
+    /** The chain id of that tracing node, when it is not the network's. */
+    otherChain?: number;
+  };
 }
 
 /** The endpoints the watcher reads a network through: every EVM RPC URL (a fallback list), else the first. */
@@ -35,24 +45,37 @@ export function probedUrls(network: Network): string[] {
 
 /**
  * EVM: the chain id, the latest block, and the network's trace method tried on that block by the
- * follower's own trace reader (a refusal is a status, any other failure an `error`).
+ * follower's own trace reader, on the network's tracing node if it names one (a refusal is a
+ * status, a block it cannot trace a `gap`, any other failure an `error`).
  */
 async function probeEvm(network: Network, url: string, timeoutMs: number): Promise<NodeProbe> {
   const client = evmClient([url], timeoutMs);
   const [chainId, latest] = await Promise.all([client.getChainId(), client.getBlock({ blockTag: 'latest' })]);
   const setting = network.traces ?? 'auto';
-  const probe: NodeProbe = { url, head: Number(latest.number), chainId, traces: { setting } };
+  const tracing = network.tracesRpcUrls?.[0];
+  const node = tracing === undefined ? undefined : new URL(tracing).host;
+  const probe: NodeProbe = { url, head: Number(latest.number), chainId, traces: { setting, node } };
   if (setting === 'off' || chainId !== network.chainId) return probe;
-  const reader = createTraceReader(client, setting);
+  const tracer = tracing === undefined ? client : evmClient([tracing], timeoutMs);
+  const reader = createTraceReader(tracer, setting, { waitMs: 0 });
   try {
-    await reader.read(latest.number)({
+    if (tracing !== undefined) {
+      const tracerChain = await tracer.getChainId();
+      if (tracerChain !== chainId) return { ...probe, traces: { setting, node, otherChain: tracerChain } };
+    }
+    const outcome = await reader.read(latest.number)({
       hash: latest.hash,
       number: latest.number,
       transactions: latest.transactions.map((hash: Hex) => ({ hash })),
     });
-    probe.traces = { setting, status: reader.status() };
+    probe.traces = {
+      setting,
+      node,
+      status: reader.status(),
+      ...(isTraceGap(outcome) ? { gap: outcome.gap } : {}),
+    };
   } catch (error) {
-    probe.traces = { setting, error };
+    probe.traces = { setting, node, error };
   }
   return probe;
 }

@@ -53,6 +53,8 @@ export function createTraceGapTracker<Activity>(deps: {
   logger: Logger;
   /** Why the block was read without its traces; undefined when it was not. */
   gapOf: (activity: Activity) => string | undefined;
+  /** A run of gaps ended: blocks are traced again, so the open gaps may be filled now. */
+  onTracedAgain?: () => void;
 }) {
   const { db, network } = deps;
   const log = deps.logger.child({ component: 'trace-gaps', network });
@@ -77,9 +79,10 @@ export function createTraceGapTracker<Activity>(deps: {
       } else if (run) {
         log.info(
           { from: run.from, to: run.to, gaps: run.blocks },
-          'blocks are traced again: the trace gaps before stay open until they are filled',
+          'blocks are traced again: the trace gaps before are filled in the background',
         );
         run = undefined;
+        deps.onTracedAgain?.();
       }
     });
   }

@@ -27,6 +27,7 @@ import { createEvmMempoolWatcher, type MempoolWatcher } from './mempool.js';
 import { nonceClaim } from './mempool-backlog.js';
 import { type Claimed, createPendingLifecycle } from './pending-lifecycle.js';
 import { solanaMatcher } from './solana-notifications.js';
+import { createTraceGapFiller, fillInBackground } from './trace-gap-filler.js';
 import { bothSettlers, createTraceGapTracker } from './trace-gaps.js';
 
 /** What following a network takes, from the watcher. */
@@ -50,6 +51,8 @@ export interface FamilyDeps {
   onMismatch: (network: string) => void;
   /** How long one block's traces may fail before it is committed as a trace gap (0: for ever). */
   traceWaitMs: number;
+  /** What runs beside the followers and stops with them (trace gap fillers). */
+  companions: Set<{ stop(): Promise<void> }>;
 }
 
 export function evmClient(rpcUrls: string[], timeoutMs = 10_000): PublicClient {
@@ -138,6 +141,41 @@ function traceReaderOf(deps: FamilyDeps, network: Network, client: PublicClient)
   return reader;
 }
 
+/**
+ * Fills the network's trace gaps in the background while this process follows it and its follower
+ * is at the head (trace-gap-filler.ts): a catch-up is never slowed by it.
+ */
+function fillTraceGapsBeside(
+  deps: FamilyDeps,
+  follower: Follower,
+  parts: {
+    network: string;
+    source: BlockSource<EvmBlockActivity>;
+    match: BlockMatcher<EvmBlockActivity>;
+    onChange: () => Promise<void>;
+  },
+): { retryNow(): void } {
+  const filler = createTraceGapFiller({
+    db: deps.db,
+    network: parts.network,
+    block: (height) => parts.source.block(height),
+    head: async () => (await parts.source.tip()).height,
+    match: parts.match,
+    logger: deps.logger,
+  });
+  const background = fillInBackground(filler, {
+    canFill: () => {
+      const s = follower.status();
+      return !s.standby && s.healthy && s.height !== null && s.head !== null && s.head - s.height <= 1;
+    },
+    intervalMs: Math.max(1_000, 20 * deps.pollIntervalMs),
+    onChange: parts.onChange,
+  });
+  deps.companions.add(background);
+  background.start();
+  return background;
+}
+
 /** What a block's EVM transactions took: each sender's nonce. */
 function evmClaims(activity: EvmBlockActivity): Claimed[] {
   return activity.payments
@@ -154,27 +192,39 @@ export function followEvm(deps: FamilyDeps, network: Network): void {
       ? { wsUrl: network.wsUrls[0]!, logger: deps.logger.child({ network: network.name }) }
       : undefined;
   const lifecycle = createPendingLifecycle({ db: deps.db, network: network.name, logger: deps.logger });
+  let tracedAgain = () => {};
   const gaps = createTraceGapTracker<EvmBlockActivity>({
     db: deps.db,
     network: network.name,
     logger: deps.logger,
     gapOf: (activity) => activity.traceGap,
+    onTracedAgain: () => tracedAgain(),
   });
-  const source = evmSource(client, undefined, heads, traceReaderOf(deps, network, client));
+  // A tracing node of its own, if the network names one: blocks and receipts still come from rpc.
+  const tracer = network.tracesRpcUrls ? evmClient(network.tracesRpcUrls) : client;
+  const source = evmSource(client, undefined, heads, traceReaderOf(deps, network, tracer));
   const traces = source.status;
-  source.status = () => ({ ...traces?.(), traceGaps: gaps.status() });
-  const follower = deps.startFollower(
-    network,
-    source,
-    evmMatcher({ network, index: deps.index, tokens, onMismatch: deps.onMismatch }),
-    {
-      settle: bothSettlers(lifecycle.blockSettler(evmClaims), gaps.settler),
-      onLead: async () => {
-        await lifecycle.reload();
-        await gaps.load();
-      },
+  const tracesNode = network.tracesRpcUrls ? new URL(network.tracesRpcUrls[0]!).host : undefined;
+  source.status = () => ({
+    ...traces?.(),
+    ...(tracesNode === undefined ? {} : { tracesNode }),
+    traceGaps: gaps.status(),
+  });
+  const match = evmMatcher({ network, index: deps.index, tokens, onMismatch: deps.onMismatch });
+  const follower = deps.startFollower(network, source, match, {
+    settle: bothSettlers(lifecycle.blockSettler(evmClaims), gaps.settler),
+    onLead: async () => {
+      await lifecycle.reload();
+      await gaps.load();
     },
-  );
+  });
+  const filling = fillTraceGapsBeside(deps, follower, {
+    network: network.name,
+    source,
+    match,
+    onChange: gaps.load,
+  });
+  tracedAgain = filling.retryNow;
   const mempool = createEvmMempoolWatcher({
     db: deps.db,
     network,

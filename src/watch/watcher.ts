@@ -63,6 +63,7 @@ export function createWatcher(deps: WatcherDeps) {
   const followers = new Map<string, Follower>();
   /** Beside each follower; it polls only while a subscription of its network wants the mempool. */
   const mempools = new Map<string, MempoolWatcher>();
+  const companions = new Set<{ stop(): Promise<void> }>();
   let running = false;
   let unlisten: (() => Promise<void>) | undefined;
   const { apply, inOrder, onNotice, afterChanges } = createChangeQueue(deps, follow);
@@ -78,6 +79,7 @@ export function createWatcher(deps: WatcherDeps) {
     mempools,
     mempoolDropAfterMs: deps.mempoolDropAfterMs ?? 3_600_000,
     traceWaitMs: deps.traceWaitMs ?? 60_000,
+    companions,
   };
 
   /** Starts the network's follower (and the family's companions) when its first subscription comes. */
@@ -168,9 +170,10 @@ export function createWatcher(deps: WatcherDeps) {
      */
     async stop(): Promise<void> {
       running = false;
-      const watchers = [...followers.values(), ...mempools.values()];
+      const watchers = [...followers.values(), ...mempools.values(), ...companions];
       followers.clear();
       mempools.clear();
+      companions.clear();
       await Promise.all([unlisten?.(), ...watchers.map((w) => w.stop())]);
     },
   };

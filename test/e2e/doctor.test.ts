@@ -230,6 +230,42 @@ describe('doctor reporting failures', () => {
     }
   });
 
+  test('a node that cannot trace its latest block is a warning; a tracing node of its own (tracesRpc) is asked and named', async () => {
+    const proxy = await startRpcProxy(anvil.rpcUrl);
+    proxy.intercept((request) =>
+      request.method === 'debug_traceBlockByNumber' || request.method === 'trace_block'
+        ? { error: { code: -32000, message: 'required historical state unavailable (reexec=128)' } }
+        : undefined,
+    );
+    const file = path.join(scratch, 'pruned.json');
+    fs.writeFileSync(
+      file,
+      JSON.stringify({
+        networks: { PRUNED: { family: 'evm', chainId: anvil.chainId, symbol: 'ETH', rpc: [proxy.url] } },
+      }),
+    );
+    try {
+      const pruned = await doctor({ ...environment.env, LEDGERHOOK_CONFIG: file });
+      expect(pruned.code, pruned.stdout).toBe(0);
+      expect(lineOf(pruned, 'network PRUNED')).toMatch(
+        /^warn {2}network PRUNED: .*, the node cannot trace its latest block: the node no longer has this block's state \(.*required historical state unavailable.*\) \[node configured\] — blocks it cannot trace are committed without their internal transfers \(trace gaps\): name an archive or tracing node in LEDGERHOOK_TRACES_RPC_PRUNED \(tracesRpc\)$/,
+      );
+      const traced = await doctor({
+        ...environment.env,
+        LEDGERHOOK_CONFIG: file,
+        LEDGERHOOK_TRACES_RPC_PRUNED: anvil.rpcUrl,
+      });
+      expect(traced.code, traced.stdout).toBe(0);
+      expect(lineOf(traced, 'network PRUNED')).toMatch(
+        new RegExp(
+          `^ok {4}network PRUNED: .*, traces by debug_traceBlockByNumber from ${new URL(anvil.rpcUrl).host.replace(/[.]/g, '\\.')} \\[node configured\\]$`,
+        ),
+      );
+    } finally {
+      await proxy.close();
+    }
+  });
+
   test('every invalid variable is a line of its own naming it; nothing else is checked; exit 2', async () => {
     const result = await doctor({ ...environment.env, LOG_LEVEL: 'loud', LEDGERHOOK_BODY_LIMIT: 'lots' });
     expect(result.code).toBe(2);

@@ -10,10 +10,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sql } from 'drizzle-orm';
 import pino from 'pino';
 import { getAddress, type Hex, parseEther } from 'viem';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { chainNotificationId } from '../../src/notify/outbox.js';
 import { launchChromium } from '../helpers/browser.js';
 import type { Body, Devnet } from '../helpers/devnet.js';
 import { startDevnet } from '../helpers/devnet.js';
@@ -45,6 +47,10 @@ describe.each(backends)('trace gaps on %s', (backend) => {
   const lines: Line[] = [];
   let forwarder: Hex;
   let deposit: Hex;
+  /** The internal transfer notified live, before the node stopped tracing. */
+  let live: { body: Body; blockHash: Hex };
+  /** The internal transfer of a block committed without its traces. */
+  let missed: { hash: Hex; block: bigint };
 
   beforeAll(async () => {
     d = await startDevnet(backend, {
@@ -91,6 +97,10 @@ describe.each(backends)('trace gaps on %s', (backend) => {
     expect(notified(traced[1]!.hash)).toMatchObject([
       { internal: true, amount: '-2', traceAddress: '0', counterAddress: deposit },
     ]);
+    live = {
+      body: notified(traced[1]!.hash)[0]!,
+      blockHash: (await d.chain.getBlock({ blockNumber: traced[1]!.block })).hash,
+    };
     expect(await devnetReady()).toMatchObject({
       healthy: true,
       internalTransfers: true,
@@ -115,6 +125,7 @@ describe.each(backends)('trace gaps on %s', (backend) => {
     await d.processed(last);
     // The forwarded one moved value to the deposit inside a contract call: not notified in the gap.
     expect(notified(untraced[1]!.hash)).toEqual([]);
+    missed = untraced[1]!;
     expect(await d.chain.getBalance({ address: deposit })).toBe(parseEther('21'));
 
     const hashes = await Promise.all(
@@ -219,16 +230,55 @@ describe.each(backends)('trace gaps on %s', (backend) => {
     });
   });
 
-  test('traced again: internal transfers are notified from the next block, and the log says the run ended', async () => {
-    const open = (await gapRows()).length;
+  test('traced again: the gaps fill, each missed internal transfer once with the id it would have had live', async () => {
+    const sub = d.subs.get(deposit)!;
+    // A gap of a block that is not (or no longer) on the chain: closed with nothing notified.
+    const orphan = { height: Number(missed.block), hash: `0x${'ab'.repeat(32)}` };
+    await d.t.app.store.db.execute(
+      sql`INSERT INTO trace_gaps (network, height, hash, reason, since) VALUES ('DEVNET', ${orphan.height}, ${orphan.hash}, 'a test', now())`,
+    );
+    const delivered = d.receiver.requests.length;
     d.proxy!.intercept(() => undefined);
     const sent = await pay('forwarded', '8');
-    const [body] = await d.receivedAtLeast(sent.hash, 1);
-    expect(body).toMatchObject({ internal: true, amount: '-8', blockNumber: Number(sent.block) });
+    const [next] = await d.receivedAtLeast(sent.hash, 1);
+    expect(next).toMatchObject({ internal: true, amount: '-8', blockNumber: Number(sent.block) });
     const ended = lines.filter((l) => l.msg.startsWith('blocks are traced again'));
     expect(ended).toEqual([expect.objectContaining({ level: 30, gaps: expect.any(Number) })]);
-    // Filling is for later: the gaps stay open, and are still shown.
-    expect((await devnetReady()).traceGaps).toMatchObject({ count: open });
+
+    // Filled in the background, now that the node traces again: the missed one arrives once.
+    const [filled] = await d.receivedAtLeast(missed.hash, 1);
+    const blockHash = (await d.chain.getBlock({ blockNumber: missed.block })).hash;
+    // Ids are derived from what a notification is (DESIGN §6): the live one's derivation, for its block.
+    const idOf = (hash: Hex, tx: Hex) => chainNotificationId(sub.id, 'DEVNET', `${hash}:${tx}:trace:0`);
+    expect(live.body.id).toBe(idOf(live.blockHash, live.body.txId as Hex));
+    expect(filled).toEqual({
+      ...live.body,
+      id: idOf(blockHash, missed.hash),
+      txId: missed.hash,
+      blockNumber: Number(missed.block),
+      amount: '-4',
+    });
+    await waitFor(
+      async () => ((await gapRows()).length === 0 ? true : undefined),
+      'every gap filled or closed',
+    );
+    expect((await devnetReady()).traceGaps).toEqual({ count: 0, first: null, last: null });
+    const metrics = await d.t.request('GET', '/metrics', { token: null });
+    expect(metrics.text).toMatch(/^ledgerhook_trace_gaps_open\{network="DEVNET"\} 0$/m);
+    // Nothing else was sent again: the plain transfers of the gap blocks went out live, once.
+    const since = d.receiver.requests.slice(delivered).map((r) => JSON.parse(r.body) as Body);
+    expect(since.map((b) => b.txId).sort()).toEqual([missed.hash, sent.hash].sort());
+
+    // A fill whose end was lost (a process killed after it notified) notifies nothing twice.
+    await d.t.app.store.db.execute(
+      sql`INSERT INTO trace_gaps (network, height, hash, reason, since) VALUES ('DEVNET', ${Number(missed.block)}, ${blockHash}, 'again', now())`,
+    );
+    await waitFor(async () => ((await gapRows()).length === 0 ? true : undefined), 'the gap filled again');
+    const outbox = (await d.t.app.store.db.execute(
+      sql`SELECT count(*)::int AS n FROM notifications WHERE id = ${filled!.id as string}`,
+    )) as unknown as { rows: { n: number }[] };
+    expect(outbox.rows[0]!.n).toBe(1);
+    expect(d.received(missed.hash)).toHaveLength(1);
   });
 
   test('traces that keep failing otherwise (HTTP 503) hold the block for the trace wait, then it is a gap', async () => {
@@ -241,5 +291,38 @@ describe.each(backends)('trace gaps on %s', (backend) => {
     expect(row?.reason).toBe('its traces kept failing for 2 s (The node answered HTTP 503)');
     expect(body).toMatchObject({ blockNumber: Number(sent.block) });
     d.proxy!.intercept(() => undefined);
+  });
+});
+
+describe.each(backends)('a tracing node of its own (tracesRpc) on %s', (backend) => {
+  let d: Devnet;
+
+  beforeAll(async () => {
+    // Blocks and receipts through the proxy, which no longer traces; traces from anvil itself.
+    d = await startDevnet(backend, { proxy: true, traces: 'auto', tracingNode: true });
+    d.proxy!.intercept((request) => (TRACE_METHODS.includes(request.method) ? { error: PRUNED } : undefined));
+  });
+
+  afterAll(async () => {
+    await d?.close();
+  });
+
+  test('internal transfers come from the tracing node: no gap, and /readyz names it', async () => {
+    const forwarder = await d.deploy('Forwarder');
+    const deposit = getAddress(privateKeyToAddress(generatePrivateKey()));
+    d.subs.set(deposit, await d.subscribe(deposit, { mempool: false }));
+    const sent = await d.call(2, forwarder, 'Forwarder', 'forward', [deposit], undefined, parseEther('1'));
+    const [body] = await d.receivedAtLeast(sent.hash, 1);
+    expect(body).toMatchObject({ internal: true, amount: '-1', counterAddress: deposit });
+    expect(d.proxy!.methods.filter((m) => TRACE_METHODS.includes(m))).toEqual([]);
+    const ready = await d.t.request('GET', '/readyz', { token: null });
+    const devnet = (ready.body as { networks: Record<string, unknown>[] }).networks.find(
+      (n) => n.network === 'DEVNET',
+    );
+    expect(devnet).toMatchObject({
+      internalTransfers: true,
+      tracesNode: new URL(d.anvil.rpcUrl).host,
+      traceGaps: { count: 0, first: null, last: null },
+    });
   });
 });

@@ -58,6 +58,8 @@ export interface DevnetOptions {
    * debug_traceBlockByNumber can hang while blocks are mined).
    */
   traces?: string;
+  /** Traces read from anvil directly, as a network's tracing node (tracesRpc), past the proxy. */
+  tracingNode?: boolean;
 }
 
 export interface Devnet {
@@ -141,6 +143,7 @@ export async function startDevnet(backend: Backend, options: DevnetOptions = {})
             rpc: [proxy?.url ?? anvil.rpcUrl],
             ...(options.websocket ? { ws: [anvil.wsUrl] } : {}),
             traces: options.traces ?? 'parity',
+            ...(options.tracingNode ? { tracesRpc: [anvil.rpcUrl] } : {}),
           },
         },
       }),
