@@ -22,6 +22,7 @@ import { type Config, ConfigError } from './config.js';
 import { registerConsoleRoutes } from './console/routes.js';
 import { backupRoute } from './http/admin-backup.js';
 import { doctorRoute } from './http/admin-doctor.js';
+import { tracesFillRoute } from './http/admin-traces.js';
 import { createMetrics, type Metrics } from './http/metrics.js';
 import { createHttpServer, type ServedRoutes } from './http/server.js';
 import { createIdempotency } from './idempotency/service.js';
@@ -50,6 +51,7 @@ import { createTransactions, type Transactions } from './transactions/service.js
 import { packageVersion } from './version.js';
 import { createAddressIndex } from './watch/address-index.js';
 import { createRiskEnricher } from './watch/risk/enricher.js';
+import { registerTraceGapRoutes } from './watch/trace-gap-routes.js';
 import { createWatcher, type Watcher } from './watch/watcher.js';
 
 export const PGLITE_SUBDIR = 'pglite';
@@ -629,12 +631,13 @@ async function startEventFeed(deps: {
 /** Each domain's routes (api role), in the order the OpenAPI document lists them. */
 function servedRoutes(deps: {
   config: Config;
+  store: Store;
   logger: Logger;
   services: Services;
   transactions: Transactions;
   feed: EventFeed | undefined;
 }): ServedRoutes {
-  const { config, logger, transactions, feed } = deps;
+  const { config, store, logger, transactions, feed } = deps;
   const { registries, subscriptions, backfills } = deps.services;
   return {
     api: [
@@ -645,6 +648,7 @@ function servedRoutes(deps: {
       (api) => registerSubscriptionRoutes(api, subscriptions, { testRateLimit: config.testRateLimit }),
       (api) => registerBackfillRoutes(api, backfills),
       (api) => registerTransactionRoutes(api, transactions),
+      (api) => registerTraceGapRoutes(api, { db: store.db, networks: config.networks }),
       ...(feed ? [(api: FastifyInstance) => registerFeedRoutes(api, feed)] : []),
     ],
     pages: [(pages) => registerPassRoutes(pages, registries)],
@@ -675,7 +679,7 @@ async function startHttpServer(deps: {
     accounts: services.accounts,
     // Each domain's routes, in the order the OpenAPI document lists them.
     routes: config.roles.has('api')
-      ? servedRoutes({ config, logger, services, transactions, feed })
+      ? servedRoutes({ config, store, logger, services, transactions, feed })
       : undefined,
     metrics,
     checkReady: () => store.ping(),
@@ -793,7 +797,11 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
         accounts,
         dataDir: config.dataDir,
         logger,
-        routes: [backupRoute(store), doctorRoute(store)],
+        routes: [
+          backupRoute(store),
+          doctorRoute(store),
+          tracesFillRoute({ store, networks: config.networks, logger, traceWaitMs: config.traceWaitMs }),
+        ],
       });
       shutdown.steps.push({
         name: 'admin endpoint',

@@ -487,6 +487,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/network/{network}/trace-gaps": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A network's open trace gaps: blocks committed without their internal transfers
+         * @description EVM networks. A block whose traces the node could not give (its state pruned, or traces failing past LEDGERHOOK_TRACE_WAIT) was committed with every other notification but without its internal transfers; it stays listed here until it is filled (in the background once the node traces again, or by `ledgerhook traces fill`) or closed (its block left the chain). Oldest block first; `from` and `to` bound the blocks listed. The same list for every token: it is the service’s, as /readyz’s `traceGaps` count is.
+         */
+        get: operations["listTraceGaps"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/events": {
         parameters: {
             query?: never;
@@ -931,6 +951,8 @@ export interface operations {
                             internalTransfers?: boolean;
                             /** @description Why internal transfers are not read; null while they are */
                             internalTransfersReason?: string | null;
+                            /** @description EVM networks that name a tracing node (tracesRpc): its host and port; traces are read there, blocks and receipts from the network’s rpc */
+                            tracesNode?: string;
                             /** @description EVM networks: blocks committed without their internal transfers because the node could not trace them (its state pruned, or traces failing past LEDGERHOOK_TRACE_WAIT), still open: how many, and the first and last block; every other notification of those blocks was sent */
                             traceGaps?: {
                                 count: number;
@@ -3835,6 +3857,98 @@ export interface operations {
                 };
             };
             /** @description The network’s node cannot be reached or is failing (or the database is unavailable); retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listTraceGaps: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+                /** @description First block listed */
+                from?: number;
+                /** @description Last block listed */
+                to?: number;
+            };
+            header?: never;
+            path: {
+                /** @description e.g. ETH, or any configured EVM network */
+                network: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        network: string;
+                        /** @description Open gaps of the network in all */
+                        count: number;
+                        data: {
+                            /** @description The block committed without its internal transfers */
+                            block: number;
+                            /** @description Its hash when it was committed */
+                            hash: string;
+                            /** @description Why the node could not trace it (the last try) */
+                            reason: string;
+                            /**
+                             * Format: date-time
+                             * @description When it was committed without them
+                             */
+                            since: string;
+                            /** @description Attempts to fill it so far */
+                            tries: number;
+                            /**
+                             * Format: date-time
+                             * @description When it was last tried; null before the first try
+                             */
+                            triedAt: string | null;
+                        }[];
+                        /** @description Pass as `cursor` for the next page; null on the last */
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Invalid request (or the Authorization or x-api-key header sent twice); `errors` names each invalid field or header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, malformed, unknown or revoked API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the account’s rate limit; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database (or, for lookups, the network’s node) is unavailable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -270,6 +270,10 @@ export async function run(
       const { doctorCommand } = await import('./doctor.js');
       return doctorCommand(values);
     }
+    case 'traces fill': {
+      const { tracesFillCommand } = await import('./traces.js');
+      return tracesFillCommand(values, config);
+    }
     case 'token revoke': {
       const info = await withTokenAdmin(config, (admin) => admin.revokeToken(args[0]!));
       process.stdout.write(`Revoked token ${info.id} of account ${info.accountName}\n`);

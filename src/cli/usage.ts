@@ -33,7 +33,8 @@ export type CommandName =
   | 'listen'
   | 'backup'
   | 'restore'
-  | 'doctor';
+  | 'doctor'
+  | 'traces fill';
 
 interface CommandSpec {
   name: CommandName;
@@ -245,6 +246,30 @@ COMMANDS.push({
   },
 });
 
+COMMANDS.push({
+  name: 'traces fill',
+  args: [],
+  summary: 'fill trace gaps now: internal transfers of blocks the node could not trace',
+  description:
+    'Reads again, with their traces, the EVM blocks committed without their internal transfers (trace\n' +
+    'gaps: the node no longer had their state, or its traces kept failing), oldest first, and notifies\n' +
+    'the internal transfers that were missed, with the ids they would have had. A gap whose block left\n' +
+    'the chain is closed; one the node still cannot trace stays open and is listed with why. The\n' +
+    'service fills gaps in the background once its node traces again; this fills them now, optionally\n' +
+    'from another node (--rpc, an archive node). While a service holds the embedded database, it runs\n' +
+    'through that service. Exits 0 when no gap of the range is left open, 1 otherwise.',
+  options: {
+    network: { type: 'string', value: 'NAME', help: 'one EVM network (default: every EVM network)' },
+    rpc: {
+      type: 'string',
+      value: 'URL',
+      help: "trace with this node (default: the network's tracesRpc, else its rpc); needs --network",
+    },
+    from: { type: 'string', value: 'BLOCK', help: 'first block of the gaps to fill' },
+    to: { type: 'string', value: 'BLOCK', help: 'last block of the gaps to fill' },
+  },
+});
+
 const TOKEN_DESCRIPTION =
   'Manages API tokens. While the service runs, the CLI goes through its admin endpoint on loopback;\n' +
   'otherwise it opens the database itself. With the embedded database it needs the data directory\n' +
@@ -343,6 +368,7 @@ export type ParsedCommandLine =
         after?: string;
         force?: boolean;
         timeout?: string;
+        network?: string;
       };
       args: string[];
     };
@@ -400,12 +426,15 @@ function parseFailure(err: unknown, spec: CommandSpec | undefined): UsageError {
  * Parses the command line. The command comes first (`serve` when there is none); `token` takes
  * a subcommand. Options are checked against the command's own, so a typo is an error, not ignored.
  */
+/** Commands that take a second word. */
+const GROUPS = new Set(['token', 'traces']);
+
 export function parseCommandLine(argv: string[]): ParsedCommandLine {
   const words: string[] = [];
   let rest = argv;
   while (words.length < 2 && rest[0] !== undefined && !rest[0].startsWith('-')) {
-    // `token` takes a second word; every other command is one word.
-    if (words.length === 1 && words[0] !== 'token' && words[0] !== 'help') break;
+    // `token` and `traces` take a second word; every other command is one word.
+    if (words.length === 1 && !GROUPS.has(words[0]!) && words[0] !== 'help') break;
     words.push(rest[0]);
     rest = rest.slice(1);
   }
@@ -430,6 +459,14 @@ export function parseCommandLine(argv: string[]): ParsedCommandLine {
     if (!spec)
       throw new UsageError(
         `unknown command "token ${second}"; use token create, token list or token revoke ID`,
+      );
+  } else if (first === 'traces') {
+    spec = COMMANDS.find((c) => c.name === `traces ${second}`);
+    if (!spec)
+      throw new UsageError(
+        second === undefined
+          ? 'traces needs a command: traces fill'
+          : `unknown command "traces ${second}"; use traces fill`,
       );
   } else {
     spec = COMMANDS.find((c) => c.name === first);

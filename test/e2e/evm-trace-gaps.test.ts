@@ -158,6 +158,43 @@ describe.each(backends)('trace gaps on %s', (backend) => {
     expect(lines.filter((l) => l.level >= 40 && /follower|round/i.test(l.msg))).toEqual([]);
   });
 
+  test('the gaps are listed, oldest first, a page at a time; bad requests are 400 naming the parameter', async () => {
+    const rows = await gapRows();
+    const list = (query: string) => d.t.request('GET', `/api/v1/network/devnet/trace-gaps${query}`);
+    const all = await list('');
+    expect(all.status, all.text).toBe(200);
+    expect(all.body).toEqual({
+      network: 'DEVNET',
+      count: rows.length,
+      data: rows.map((row) => ({
+        block: row.height,
+        hash: row.hash,
+        reason: row.reason,
+        since: expect.any(String),
+        tries: expect.any(Number),
+        triedAt: expect.toSatisfy((v: unknown) => v === null || typeof v === 'string'),
+      })),
+      next_cursor: null,
+    });
+    const first = (await list('?limit=2')).body as { data: { block: number }[]; next_cursor: string };
+    const second = (await list(`?limit=2&cursor=${first.next_cursor}`)).body as { data: { block: number }[] };
+    expect([...first.data, ...second.data].map((g) => g.block)).toEqual(rows.map((r) => r.height));
+    const ranged = (await list(`?from=${rows[1]!.height}&to=${rows[2]!.height}`)).body as { data: unknown[] };
+    expect(ranged.data).toHaveLength(2);
+    for (const [path, parameter] of [
+      ['/api/v1/network/DEVNET/trace-gaps?cursor=bm9wZQ', 'cursor'],
+      [`/api/v1/network/DEVNET/trace-gaps?from=${rows[2]!.height}&to=${rows[1]!.height}`, 'from'],
+      ['/api/v1/network/DEVNET/trace-gaps?limit=0', 'limit'],
+      ['/api/v1/network/NOPE/trace-gaps', 'network'],
+      ['/api/v1/network/BTC/trace-gaps', 'network'],
+    ] as const) {
+      const res = await d.t.request('GET', path);
+      expect(res.status, path).toBe(400);
+      expect((res.body as { errors: { parameter: string }[] }).errors[0]?.parameter, path).toBe(parameter);
+    }
+    expect((await d.t.request('GET', '/api/v1/network/DEVNET/trace-gaps', { token: null })).status).toBe(401);
+  });
+
   test("the console's followers view shows the open gaps", async () => {
     const { count, first, last } = (await devnetReady()).traceGaps as {
       count: number;
