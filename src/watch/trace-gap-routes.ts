@@ -106,8 +106,20 @@ export function registerTraceGapRoutes(
           {
             limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
             cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-            from: Type.Optional(Type.Integer({ minimum: 0, description: 'First block listed' })),
-            to: Type.Optional(Type.Integer({ minimum: 0, description: 'Last block listed' })),
+            from: Type.Optional(
+              Type.Integer({
+                minimum: 0,
+                maximum: Number.MAX_SAFE_INTEGER,
+                description: 'First block listed',
+              }),
+            ),
+            to: Type.Optional(
+              Type.Integer({
+                minimum: 0,
+                maximum: Number.MAX_SAFE_INTEGER,
+                description: 'Last block listed',
+              }),
+            ),
           },
           { additionalProperties: false },
         ),
@@ -115,6 +127,11 @@ export function registerTraceGapRoutes(
       },
     },
     async (request) => {
+      // The query first: what is wrong with it is wrong for any network.
+      const { from, to, cursor, limit = 100 } = request.query;
+      if (from !== undefined && to !== undefined && from > to)
+        throw new ValidationError('Empty range', [{ parameter: 'from', detail: 'is after to' }]);
+      if (cursor !== undefined) decodeCursor(cursor, (key) => KEY.test(key));
       const network = deps.networks.find(request.params.network);
       if (!network)
         throw new ValidationError('Unknown network', [
@@ -130,9 +147,6 @@ export function registerTraceGapRoutes(
             detail: `is a ${network.family} network; trace gaps are of EVM networks (internal transfers come from traces)`,
           },
         ]);
-      const { from, to, cursor, limit = 100 } = request.query;
-      if (from !== undefined && to !== undefined && from > to)
-        throw new ValidationError('Empty range', [{ parameter: 'from', detail: 'is after to' }]);
       const page = await listTraceGaps(deps.db, network.name, {
         limit,
         ...(cursor === undefined ? {} : { cursor }),
