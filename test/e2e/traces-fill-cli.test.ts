@@ -22,10 +22,12 @@ import {
 } from '../helpers/anvil.js';
 import { createTestEnvironment, type TestEnvironment } from '../helpers/env.js';
 import {
+  type CliProcess,
   type CliResult,
   meaningfulLines,
   runCli,
   type ServiceProcess,
+  startCli,
   startServiceProcess,
   waitFor,
 } from '../helpers/process.js';
@@ -43,6 +45,10 @@ describe('ledgerhook traces fill', () => {
   let service: ServiceProcess | undefined;
   let gapBlock: bigint;
   let forwardHash: Hex;
+  let subscriptionId: string;
+  /** The API token the first start printed. */
+  let token: string;
+  let forward: (value: string) => Promise<{ hash: Hex; block: bigint }>;
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'ledgerhook-traces-fill-'));
 
   const fill = (args: string[]): Promise<CliResult> => runCli(['traces', 'fill', ...args], env);
@@ -63,6 +69,7 @@ describe('ledgerhook traces fill', () => {
       LEDGERHOOK_RETRY_SCHEDULE: '100ms,200ms',
     };
     service = await startServiceProcess(env);
+    token = service.printedToken!;
     const { publicClient, wallets } = anvilClients(anvil);
     const forwarder = (await deploy(publicClient, wallets[0]!, 'Forwarder')).address;
     const deposit = privateKeyToAddress(generatePrivateKey());
@@ -76,6 +83,20 @@ describe('ledgerhook traces fill', () => {
       }),
     });
     expect(created.status).toBe(201);
+    subscriptionId = ((await created.json()) as { id: string }).id;
+    forward = async (value) => {
+      const receipt = await mined(
+        publicClient,
+        wallets[1]!.writeContract({
+          address: forwarder,
+          abi: artifact('Forwarder').abi,
+          functionName: 'forward',
+          args: [deposit],
+          value: parseEther(value),
+        }),
+      );
+      return { hash: receipt.transactionHash, block: receipt.blockNumber };
+    };
     // The follower is at its head before the transfer: its block is followed, not skipped.
     await waitFor(async () => {
       const ready = (await (await fetch(`${service!.url}/readyz`)).json()) as {
@@ -83,25 +104,18 @@ describe('ledgerhook traces fill', () => {
       };
       return ready.networks[0]?.height !== null && ready.networks.length > 0 ? true : undefined;
     }, 'the DEVNET follower');
-    const receipt = await mined(
-      publicClient,
-      wallets[1]!.writeContract({
-        address: forwarder,
-        abi: artifact('Forwarder').abi,
-        functionName: 'forward',
-        args: [deposit],
-        value: parseEther('1'),
-      }),
-    );
-    gapBlock = receipt.blockNumber;
-    forwardHash = receipt.transactionHash;
-    await waitFor(async () => {
+    ({ hash: forwardHash, block: gapBlock } = await forward('1'));
+    await untilGapAt(gapBlock);
+  }, 90_000);
+
+  /** Resolves once the service has recorded the gap of the block at `height`. */
+  const untilGapAt = (height: bigint) =>
+    waitFor(async () => {
       const ready = (await (await fetch(`${service!.url}/readyz`)).json()) as {
         networks: { traceGaps?: { count: number; last: number | null } }[];
       };
-      return ready.networks[0]?.traceGaps?.last === Number(gapBlock) ? true : undefined;
+      return ready.networks[0]?.traceGaps?.last === Number(height) ? true : undefined;
     }, 'the untraceable block recorded as a gap');
-  }, 90_000);
 
   afterAll(async () => {
     await service?.stop('SIGKILL');
@@ -167,5 +181,48 @@ describe('ledgerhook traces fill', () => {
       amount: '-1',
       blockNumber: Number(gapBlock),
     });
+  });
+
+  test('a fill killed midway (SIGKILL) loses and doubles nothing: the next one finishes, one notification a transfer', async () => {
+    proxy.intercept((request) => (TRACE_METHODS.includes(request.method) ? { error: PRUNED } : undefined));
+    const sent: { hash: Hex; block: bigint }[] = [];
+    for (const value of ['2', '3', '4', '5', '6']) sent.push(await forward(value));
+    await untilGapAt(sent[4]!.block);
+    const { url } = service!;
+    expect(await service!.stop('SIGTERM')).toBe(0);
+
+    // The archive node is the proxy again, tracing; the fill is killed as its third trace is asked.
+    let traced = 0;
+    let run: CliProcess | undefined;
+    proxy.intercept((request) => {
+      if (TRACE_METHODS.includes(request.method) && ++traced === 3) run?.child.kill('SIGKILL');
+      return undefined;
+    });
+    run = startCli(['traces', 'fill', '--network', 'DEVNET', '--rpc', proxy.url], env);
+    expect(await run.exited).toBeNull();
+    expect(traced).toBeGreaterThanOrEqual(3);
+    const rest = await fill(['--network', 'DEVNET', '--rpc', proxy.url]);
+    expect(rest.code, rest.stderr).toBe(0);
+    expect(meaningfulLines(rest.stdout)[0]).toMatch(
+      /^DEVNET: trace gaps [2-5] filled \([2-5] notifications\), 0 still open/,
+    );
+
+    // Every transfer in the outbox once, and delivered once.
+    service = await startServiceProcess(env);
+    expect(service.url).not.toBe(url);
+    const logged = await waitFor(async () => {
+      const res = await fetch(
+        `${service!.url}/api/v1/subscription/${subscriptionId}/notifications?limit=100`,
+        {
+          headers: { authorization: `Bearer ${token}` },
+        },
+      );
+      const { data } = (await res.json()) as { data: { state: string; payload: { txId: string } }[] };
+      return data.filter((n) => n.state === 'delivered').length === 1 + sent.length ? data : undefined;
+    }, 'every filled notification delivered');
+    const txIds = logged.map((n) => n.payload.txId).sort();
+    expect(txIds).toEqual([forwardHash, ...sent.map((t) => t.hash)].sort());
+    for (const { hash } of sent)
+      expect(receiver.requests.filter((r) => r.body.includes(hash))).toHaveLength(1);
   });
 });
