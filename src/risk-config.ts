@@ -1,5 +1,5 @@
 /**
- * Reading the risk providers' settings (the LEDGERHOOK_RISK_* variables; see README, Configuration):
+ * Reading the risk providers' settings (the LEDGERHOOK_RISK_* variables; see docs/configuration.md):
  * configuration, read with the rest of it by config.ts, for the enricher in watch/risk/.
  */
 import fs from 'node:fs';

@@ -50,8 +50,8 @@ function refuseOnPostgres(config: Config, command: 'backup' | 'restore'): void {
   if (!config.databaseUrl) return;
   throw new UsageError(
     command === 'backup'
-      ? 'backup is for the embedded database; with DATABASE_URL back PostgreSQL up with pg_dump -Fc or pg_basebackup, and keep the master key apart (README, Backups)'
-      : 'restore is for the embedded database; with DATABASE_URL restore PostgreSQL with pg_restore (or a pg_basebackup copy), then start with the kept master key (README, Backups)',
+      ? 'backup is for the embedded database; with DATABASE_URL back PostgreSQL up with pg_dump -Fc or pg_basebackup, and keep the master key apart (docs/backups.md)'
+      : 'restore is for the embedded database; with DATABASE_URL restore PostgreSQL with pg_restore (or a pg_basebackup copy), then start with the kept master key (docs/backups.md)',
   );
 }
 

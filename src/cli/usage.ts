@@ -302,7 +302,7 @@ export function generalHelp(): string {
     '',
     'Every command takes --help (-h); ledgerhook --version prints the version.',
     'Configuration comes from the environment: PORT, HOST, LEDGERHOOK_DATA_DIR, DATABASE_URL,',
-    'LEDGERHOOK_MASTER_KEY, LOG_LEVEL and more (see the README).',
+    'LEDGERHOOK_MASTER_KEY, LOG_LEVEL and more (see docs/configuration.md).',
     'Exit codes: 0 done, 1 failed, 2 invalid command line or configuration.',
   ].join('\n');
 }

@@ -10,7 +10,7 @@ const KiB = 1024;
 const MiB = 1024 * KiB;
 const GiB = 1024 * MiB;
 
-/** The bounds a restore enforces, in bytes (or entries); documented in the README. */
+/** The bounds a restore enforces, in bytes (or entries); documented in docs/api.md, "Limits". */
 export const DATA_DIR_LIMITS = {
   /** A relation segment: RELSEG_SIZE (131,072) blocks of 8 KiB, PGlite's segment_size of 1GB. */
   relationSegment: GiB,

@@ -205,7 +205,7 @@ export function createSubscriptionCreation(ctx: SubscriptionsContext) {
      * Watches an address, or a list of them, or follows a contract event. With an idempotency key
      * the same request within 24 h answers as the first did (secret included); a live subscription
      * of the same one address and URL is a conflict (lists and events are not checked: see
-     * README, "Address lists").
+     * docs/subscriptions.md, "Address lists").
      */
     async create(
       accountId: string,
