@@ -1,5 +1,5 @@
 /**
- * The layering of DESIGN.md §3, checked by `npm run lint` (dependency-cruiser): every import of
+ * The layering of docs/architecture.md, checked by `npm run lint` (dependency-cruiser): every import of
  * src/ goes down this list, never up or around.
  *
  *   main.ts, cli/                 the command line
@@ -15,19 +15,7 @@
  * Tests are not cruised: they may reach across layers to set a scene up.
  */
 
-/** Each domain may import the domains before it, never one after it (so no folder cycle can form). */
-const DOMAINS = [
-  'accounts',
-  'transactions',
-  'console',
-  'idempotency',
-  'notify',
-  'anchor',
-  'subscriptions',
-  'registry',
-  'watch',
-  'backfill',
-];
+const { DOMAINS } = require('./scripts/layers.cjs');
 
 const TOP = '^src/(main\\.ts|cli/|app\\.ts|http/|tables\\.ts)';
 const CONFIG = '^src/(config|risk-config)\\.ts$';

@@ -1,4 +1,4 @@
-// API benchmark (DESIGN.md section 11): requests per second and latency for registry create and
+// API benchmark (bench/README.md): requests per second and latency for registry create and
 // registry get, against fastify's hello world measured in the same run on the same machine; then
 // registry create again with anchoring on (a real anvil chain, default batch size and interval),
 // and what anchoring costs create (issue 12: under 10%).

@@ -1,5 +1,5 @@
 // npm run chaos [-- --short]: a whole Ledgerhook deployment on this machine, run through faults and
-// checked from outside (DESIGN.md §9). PostgreSQL as a primary and an asynchronous streaming
+// checked from outside (docs/scaling-out.md). PostgreSQL as a primary and an asynchronous streaming
 // replica (throwaway clusters, never the shared server) behind a TCP proxy that plays the virtual
 // IP; two processes of each role (api, dispatcher, watcher); two anvil chains; receivers on loopback
 // that fail at random, hang now and then and go down for a while. Under load (chain transfers,

@@ -1,4 +1,4 @@
-// Delivery benchmark (DESIGN.md section 11): notifications per second from the outbox to acknowledged
+// Delivery benchmark (bench/README.md): notifications per second from the outbox to acknowledged
 // by a receiver, on embedded PGlite and (with DATABASE_URL) on PostgreSQL, beside raw undici POSTs of
 // the same size and concurrency to the same receiver in the same run: the limit of this machine.
 // The receiver and Ledgerhook each run as their own child process; the raw POSTs are sent from here.
@@ -814,9 +814,9 @@ async function main(): Promise<void> {
 
   const postgres = results.find((r) => r.backend === 'postgres');
   const target = postgres
-    ? `target ≥ 10,000/s on PostgreSQL (DESIGN.md section 11): ${rate(postgres.acknowledged) >= TARGET ? 'met' : 'NOT met'} ` +
+    ? `target ≥ 10,000/s on PostgreSQL (bench/README.md): ${rate(postgres.acknowledged) >= TARGET ? 'met' : 'NOT met'} ` +
       `(${Math.round(rate(postgres.acknowledged))}/s acknowledged, ${Math.round(rate(postgres.recorded))}/s recorded)`
-    : 'target ≥ 10,000/s on PostgreSQL (DESIGN.md section 11): not measured, set DATABASE_URL';
+    : 'target ≥ 10,000/s on PostgreSQL (bench/README.md): not measured, set DATABASE_URL';
   process.stdout.write(
     [
       '',

@@ -1,4 +1,4 @@
-// The contract events pass of bench:ingest (issue 30, DESIGN.md section 11): what 10,000 contract
+// The contract events pass of bench:ingest (issue 30, bench/README.md): what 10,000 contract
 // event subscriptions (CONTRACT_LOG_EVENT) add to a block's match. The EVM matcher (evmMatcher, as the
 // follower wires it) runs over synthetic EVM blocks shaped like the EVM pass's (by default 100 blocks
 // of 200 transfers, half native, half token) but with the logs of a real chain: every token transfer
@@ -941,7 +941,7 @@ function report(
       'the blocks; each block matched by the reference and with the subscriptions one right after the other (which first ' +
       'alternates), then in a second run by the reference and the lookups alone; the row before any was applied is the ' +
       'same matcher with no event subscription at all, timed alone.',
-    `target (DESIGN §11): with ${grouped(planned.changes.length)} event subscriptions a block's match at most 2x slower than without; ` +
+    `target (bench/README.md): with ${grouped(planned.changes.length)} event subscriptions a block's match at most 2x slower than without; ` +
       `the event matches were checked against every subscription tested one by one on ${CHECKED_BLOCKS} blocks of each case.`,
     '',
   ];

@@ -1,4 +1,4 @@
-// Ingest benchmark (DESIGN.md section 11): EVM blocks and transfers per second through the follower
+// Ingest benchmark (bench/README.md): EVM blocks and transfers per second through the follower
 // and the matcher with 1,000,000 watched addresses, beside the time to merely fetch the same blocks and
 // receipts from the node in the same run: the limit of this machine and this node.
 // A local anvil chain is built first (native transfers and ERC-20 transfers of a BenchToken, many per

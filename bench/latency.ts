@@ -1,4 +1,4 @@
-// Latency benchmark (DESIGN.md section 11): block mined → notification received at the receiver, p50,
+// Latency benchmark (bench/README.md): block mined → notification received at the receiver, p50,
 // p99 and max, with the real service as a child process following a local anvil chain. Each block
 // carries one transfer to a watched dev account; it counts as mined when `evm_mine` returns, and as
 // notified when the receiver (in this process, on loopback, the same clock) has read the request.

@@ -1,4 +1,4 @@
-// Bitcoin mempool benchmark (issue 31; DESIGN.md section 11): Ledgerhook as shipped following a
+// Bitcoin mempool benchmark (issue 31; bench/README.md): Ledgerhook as shipped following a
 // loopback Esplora node (bench/mempool-esplora.ts, its own process) whose pool holds 100,000 synthetic
 // transactions (bench/mempool-synthetic.ts) and turns over 20 a second, in steps of 2 every 100 ms,
 // with 1,000,000 watched addresses (10 address-list subscriptions of 100,000, `mempool: true`) of which

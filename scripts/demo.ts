@@ -28,7 +28,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 const ARTIFACTS = new URL('../test/fixtures/contracts/artifacts.json', import.meta.url);
 
-/** The fields of a notification (DESIGN §6) in the order they are printed; the additions follow. */
+/** The fields of a notification (docs/watching-chains.md) in the order they are printed; the additions follow. */
 const FIELD_ORDER = [
   'address',
   'txId',

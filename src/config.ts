@@ -38,7 +38,7 @@ export interface Config {
   allowCidrs: Cidr[];
   /** DNS servers for callback host names (host:port); the system resolver when empty. */
   dnsServers: string[];
-  /** LEDGERHOOK_RETRY_SCHEDULE; undefined: the delivery policy's own (DESIGN §7, notify/retry-policy.ts). */
+  /** LEDGERHOOK_RETRY_SCHEDULE; undefined: the delivery policy's own (docs/webhooks.md, notify/retry-policy.ts). */
   retryScheduleMs: number[] | undefined;
   deliveryTimeoutMs: number;
   connectTimeoutMs: number;

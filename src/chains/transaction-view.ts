@@ -1,5 +1,5 @@
 /**
- * One transaction, normalised across chains (DESIGN §5, Transaction lookup). Every key is always
+ * One transaction, normalised across chains (docs/transaction-lookup.md). Every key is always
  * present; null when it does not apply to the chain. Integers are bigint so that they reach the
  * client digit-exact, whatever their size.
  */

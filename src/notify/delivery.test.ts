@@ -1,7 +1,7 @@
 /**
  * Delivery end to end: the real service (outbox, dispatcher, SSRF-safe egress) posting to real HTTP
  * receivers on loopback, notifications produced through the public API (`/subscription/{id}/test`),
- * every request's signature verified with the `standardwebhooks` package. DESIGN.md §6 and §7.
+ * every request's signature verified with the `standardwebhooks` package. docs/watching-chains.md, docs/webhooks.md.
  */
 import pino from 'pino';
 import { Webhook } from 'standardwebhooks';

@@ -1,5 +1,5 @@
 /**
- * Outbound HTTP for webhook delivery, safe against SSRF (DESIGN.md §7): callback hosts are resolved in
+ * Outbound HTTP for webhook delivery, safe against SSRF (docs/webhooks.md): callback hosts are resolved in
  * our own code, every resolved address must be public unicast (or inside a configured allowlist), and
  * the socket connects to exactly the addresses that were checked, so a DNS answer that changes between
  * the check and the connection (rebinding) cannot reach an internal service.

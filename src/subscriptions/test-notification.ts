@@ -23,7 +23,7 @@ const SAMPLE_TX_ID: Record<Network['family'], string> = {
 };
 
 /**
- * A sample notification with exactly the documented fields (DESIGN §6) a real one carries, so a
+ * A sample notification with exactly the documented fields (docs/watching-chains.md) a real one carries, so a
  * customer can test their endpoint: one base unit of the native asset, sent on EVM chains (where
  * `address` is the sender), received elsewhere.
  */
@@ -74,7 +74,7 @@ function zeroValue(param: AbiParameter): unknown {
 }
 
 /**
- * A sample contract event with the documented fields (DESIGN §6) of a real one: every argument
+ * A sample contract event with the documented fields (docs/watching-chains.md) of a real one: every argument
  * zero (an indexed one a zero topic), decoded as a real log would be, from the contract followed
  * (the zero address for an event followed on any contract).
  */

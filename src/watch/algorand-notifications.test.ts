@@ -1,6 +1,6 @@
 /**
  * The Algorand matcher on the recorded round 24099447 and real recorded transactions: bodies per
- * DESIGN §6, worked out by hand from the recorded fields (test/fixtures/chains/algorand).
+ * docs/watching-chains.md, worked out by hand from the recorded fields (test/fixtures/chains/algorand).
  */
 import { describe, expect, it } from 'vitest';
 import { readIndexerJson, recordedAlgodBlock } from '../../test/helpers/algorand-node.js';

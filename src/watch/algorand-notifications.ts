@@ -21,7 +21,7 @@ export interface AlgorandMatcherDeps {
 }
 
 /**
- * Turns an Algorand round's transactions into notifications (DESIGN §6, §8): one per top-level
+ * Turns an Algorand round's transactions into notifications (docs/watching-chains.md): one per top-level
  * transaction, watched address and asset whose value moved for it (inner transactions folded in,
  * fee-only changes left out), `amount` its net change in the asset's display units.
  */

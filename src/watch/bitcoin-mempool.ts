@@ -1,5 +1,5 @@
 /**
- * The mempool of one Bitcoin network (DESIGN §8, pending lifecycle): a transaction entering the
+ * The mempool of one Bitcoin network (docs/mempool.md): a transaction entering the
  * node's pool that moves value of an address watched with `mempool: true` is announced with the
  * fields of a mined notification (the watched address's net change, `counterAddress`), no
  * `blockNumber`, and `mempool: true`; the follower notifies it again once it is in a block.

@@ -18,7 +18,7 @@ export interface BitcoinMatcherDeps {
   index: Pick<AddressIndex, 'lookup'>;
 }
 
-/** The body of DESIGN §6 for a transaction and a watched address it touches (pending: no block). */
+/** The body (docs/watching-chains.md) for a transaction and a watched address it touches (pending: no block). */
 export function bitcoinBody(
   network: Network,
   tx: BitcoinTransaction,
@@ -46,7 +46,7 @@ export function bitcoinBody(
 }
 
 /**
- * Turns a Bitcoin block's transactions into notifications (DESIGN §6): one per transaction and
+ * Turns a Bitcoin block's transactions into notifications (docs/watching-chains.md): one per transaction and
  * watched address it touches, `address` the watched address and `amount` its net change (outputs
  * paying it less the outputs it spent), so a payment with change back is one notification.
  */

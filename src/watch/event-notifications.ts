@@ -1,5 +1,5 @@
 /**
- * Contract event notifications (`contract.log`, DESIGN §6): a block's logs matched against the
+ * Contract event notifications (`contract.log`, docs/watching-chains.md): a block's logs matched against the
  * followed events, decoded with the event's ABI, one notification per log and subscription.
  */
 import { type AbiEvent, getAddress } from 'viem';
@@ -28,7 +28,7 @@ export interface ContractLogInput {
 }
 
 /**
- * The body of DESIGN §6 for a contract event: where it was emitted, the raw topics and data as the
+ * The body (docs/watching-chains.md) for a contract event: where it was emitted, the raw topics and data as the
  * node returned them, and (with an ABI) the event's name, canonical signature and arguments.
  */
 export function buildContractLogNotification(input: ContractLogInput): Record<string, unknown> {

@@ -37,7 +37,7 @@ function signedAmount(transfer: EvmTransfer, network: Network, decimals: number 
 }
 
 /**
- * The notification of DESIGN §6 for one EVM transfer and one watching subscription: `address` is
+ * The notification (docs/watching-chains.md) for one EVM transfer and one watching subscription: `address` is
  * the sender, `counterAddress` the recipient, whichever of them is watched.
  */
 export function buildEvmNotification(input: EvmNotificationInput): Record<string, unknown> {

@@ -25,7 +25,7 @@ export interface BlockMatch {
    * position), so that a reorganisation sees the same transfer on both branches.
    */
   key: string;
-  /** The notification body of DESIGN §6, given the notification's id. */
+  /** The notification body (docs/watching-chains.md), given the notification's id. */
   body: (id: string) => Record<string, unknown>;
   /**
    * The addresses the watched address dealt with in the transaction (the other side of the

@@ -1,5 +1,5 @@
 /**
- * The pending lifecycle of one network (DESIGN §8): which pending announcements may still be
+ * The pending lifecycle of one network (docs/watching-chains.md): which pending announcements may still be
  * withdrawn, and their withdrawal once their transaction can no longer be mined.
  *
  * A transaction announced as pending needs things another transaction can take first: on EVM its

@@ -24,7 +24,7 @@ export const chainHeaders = pgTable(
 );
 
 /**
- * Pending announcements that may still be withdrawn (DESIGN §8, pending lifecycle): one row per
+ * Pending announcements that may still be withdrawn (docs/mempool.md): one row per
  * `address.transaction.pending` notification sent for a transaction not yet seen in a block. A
  * row goes when its transaction is mined, or when the announcement is withdrawn (`dropped: true`)
  * because another transaction took what it needed. Kept in the database so a process killed

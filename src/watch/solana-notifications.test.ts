@@ -1,5 +1,5 @@
 /**
- * The Solana matcher on the recorded mainnet block 110360000: bodies per DESIGN §6 for named
+ * The Solana matcher on the recorded mainnet block 110360000: bodies per docs/watching-chains.md for named
  * accounts, worked out by hand from the recorded balances (the arithmetic is in
  * src/chains/solana/activity.test.ts).
  */

@@ -21,7 +21,7 @@ export interface SolanaMatcherDeps {
 export type SolanaBlockMatch = BlockMatch;
 
 /**
- * Turns a Solana slot's transactions into notifications (DESIGN §6, §8): one per successful
+ * Turns a Solana slot's transactions into notifications (docs/watching-chains.md): one per successful
  * transaction, watched address and asset whose balance it changed (SOL net of the fee for the
  * payer, fee-only changes left out; tokens per owner or per token account), `amount` the net
  * change in the asset's display units.
@@ -57,7 +57,7 @@ export function solanaMatcher({
   };
 }
 
-/** The fields of the spec (DESIGN §6) for one change. */
+/** The fields of the spec (docs/watching-chains.md) for one change. */
 function notificationBody(change: SolanaChange, txId: string, slot: number): Record<string, unknown> {
   const counterAddress = counterpartyOf(change);
   return {

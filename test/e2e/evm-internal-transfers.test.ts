@@ -49,7 +49,7 @@ describe.each(backends)('internal transfers on anvil, on %s', (backend) => {
     return created;
   };
 
-  /** The body DESIGN §6 gives an internal transfer, for the subscription watching `watched`. */
+  /** The body docs/watching-chains.md gives an internal transfer, for the subscription watching `watched`. */
   const internalBody = (txId: Hex, block: bigint, e: Expected, id: unknown): Body => ({
     address: e.from,
     txId,

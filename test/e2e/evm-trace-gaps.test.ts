@@ -285,7 +285,7 @@ describe.each(backends)('trace gaps on %s', (backend) => {
     // Filled in the background, now that the node traces again: the missed one arrives once.
     const [filled] = await d.receivedAtLeast(missed.hash, 1);
     const blockHash = (await d.chain.getBlock({ blockNumber: missed.block })).hash;
-    // Ids are derived from what a notification is (DESIGN §6): the live one's derivation, for its block.
+    // Ids are derived from what a notification is (docs/watching-chains.md): the live one's derivation, for its block.
     const idOf = (hash: Hex, tx: Hex) => chainNotificationId(sub.id, 'DEVNET', `${hash}:${tx}:trace:0`);
     expect(live.body.id).toBe(idOf(live.blockHash, live.body.txId as Hex));
     expect(filled).toEqual({

@@ -1,7 +1,7 @@
 /**
  * What an Algorand round does, as the follower's activity: its top-level transactions, each with
  * the value-moving parts of its effect (payment, asset transfer, closing amounts, rewards) and its
- * inner transactions, and the arithmetic a notification needs (DESIGN §6, §8): each address's net
+ * inner transactions, and the arithmetic a notification needs (docs/watching-chains.md): each address's net
  * signed change of each asset, whether value of that asset actually moved for it, and the single
  * counterparty. No I/O here: source.ts fills these from algod's msgpack blocks or the indexer.
  *

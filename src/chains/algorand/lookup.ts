@@ -4,7 +4,7 @@ import type { LookupResult, TransactionLookup, TransactionView } from '../transa
 import { emptyView } from '../transaction-view.js';
 
 /**
- * Algorand transaction lookup (DESIGN §5, Transaction lookup).
+ * Algorand transaction lookup (docs/transaction-lookup.md).
  *
  * - A confirmed transaction comes from the indexer, `GET /v2/transactions/{id}`, mapped field by
  *   field per the table. Algorand has instant finality, so such an answer is final.

@@ -1,7 +1,7 @@
 /**
  * What a Bitcoin block does, as the follower's activity: each transaction's inputs (the outputs
  * they spend) and outputs, with their addresses and values, and the arithmetic a notification
- * needs (DESIGN §6, §8: the watched address's net signed change, the single counterparty).
+ * needs (docs/watching-chains.md: the watched address's net signed change, the single counterparty).
  * No I/O here: the sources in source.ts fill these from a node.
  */
 import { address as btcAddress, type Network } from 'bitcoinjs-lib';

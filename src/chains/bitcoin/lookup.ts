@@ -1,5 +1,5 @@
 /**
- * Bitcoin transaction lookup (DESIGN §5, Transaction lookup), from an Esplora REST endpoint (the
+ * Bitcoin transaction lookup (docs/transaction-lookup.md), from an Esplora REST endpoint (the
  * default: Blockstream, mempool.space or a self-hosted electrs) or from a bitcoind JSON-RPC node.
  *
  * The mapping, the same for both back ends:

@@ -1,5 +1,5 @@
 /**
- * A Bitcoin node's pool, read by polling and fetching only what was not seen before (DESIGN §8,
+ * A Bitcoin node's pool, read by polling and fetching only what was not seen before (docs/watching-chains.md,
  * pending lifecycle). Each poll lists the pool's txids, forgets the seen ones no longer listed once
  * they are a tenth of the pool (so memory follows its size), and reads the new ones whole: inputs with the outputs they
  * spend, and their outpoints (`spends`), which is what a replacement or double spend is told by.

@@ -1,5 +1,5 @@
 /**
- * Contract event subscriptions (CONTRACT_LOG_EVENT, DESIGN.md §5–6): which event a subscription
+ * Contract event subscriptions (CONTRACT_LOG_EVENT, docs/subscriptions.md): which event a subscription
  * follows, its filter on indexed arguments compiled to topic values, and the decoding of a matching
  * log into JSON-ready arguments.
  *

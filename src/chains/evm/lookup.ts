@@ -1,5 +1,5 @@
 /**
- * Transaction lookup on EVM chains (DESIGN §5, Transaction lookup): the transaction, its receipt and
+ * Transaction lookup on EVM chains (docs/transaction-lookup.md): the transaction, its receipt and
  * its block, mapped to the normalised view.
  *
  * - A transaction still in the mempool comes back with `confirmedRound`, `roundTime`,

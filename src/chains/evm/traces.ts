@@ -5,7 +5,7 @@
  * `traceAddress`). Pure: no I/O. Everything a node answered is checked before it is believed, since
  * a transfer read from the wrong block, or from a trace cut short, would be notified as real.
  *
- * Counted (DESIGN.md §8): CALL, CREATE, CREATE2 and SELFDESTRUCT frames with a value above 0, below
+ * Counted (docs/watching-chains.md): CALL, CREATE, CREATE2 and SELFDESTRUCT frames with a value above 0, below
  * the top-level call, with no error in them or in any frame above them (the top-level call
  * included: a failed transaction moves nothing). Never DELEGATECALL, CALLCODE or STATICCALL: no
  * value leaves the caller, even where a tracer shows one (geth's flat tracer repeats the parent's

@@ -1,6 +1,6 @@
 /**
  * What a Solana block does, as the follower's activity: its transactions, each reduced to the
- * balances it changed, and the arithmetic a notification needs (DESIGN §6, §8). No I/O here:
+ * balances it changed, and the arithmetic a notification needs (docs/watching-chains.md). No I/O here:
  * source.ts reads `getBlock` answers in `jsonParsed` encoding with `accounts` transaction details
  * and hands each transaction to `solanaTransactionFromJson`.
  *

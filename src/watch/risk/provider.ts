@@ -1,5 +1,5 @@
 /**
- * Risk scores for the `addressesRiskRatio` field of a notification (DESIGN §6, §8): the addresses a
+ * Risk scores for the `addressesRiskRatio` field of a notification (docs/watching-chains.md): the addresses a
  * watched address dealt with in one transaction, each with a score from 0 (nothing known) to 100.
  * Scores come from pluggable providers; whatever they do, a notification is never delayed past a
  * short deadline nor failed by them: the field is left out instead.

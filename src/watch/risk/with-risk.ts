@@ -3,7 +3,7 @@ import type { BlockMatch } from '../follower.js';
 import type { RiskLookup } from './enricher.js';
 
 /**
- * Adds `addressesRiskRatio` (DESIGN §6) to each notification of a block: the scores of the
+ * Adds `addressesRiskRatio` (docs/watching-chains.md) to each notification of a block: the scores of the
  * addresses the watched address dealt with in that transaction, in their order (`[]` when there
  * is none). The block's lookups run at once, each bounded by the provider's deadline, so a slow or
  * failing provider delays a block by that deadline at most and leaves the field out rather than
