@@ -20,6 +20,7 @@ import { type BackfillRunner, createBackfillRunner } from './backfill/runner.js'
 import type { Network } from './chains/networks.js';
 import { type Config, ConfigError } from './config.js';
 import { registerConsoleRoutes } from './console/routes.js';
+import { LedgerhookError } from './errors.js';
 import { backupRoute } from './http/admin-backup.js';
 import { doctorRoute } from './http/admin-doctor.js';
 import { tracesFillRoute } from './http/admin-traces.js';
@@ -59,12 +60,7 @@ export const PGLITE_SUBDIR = 'pglite';
 export { packageVersion };
 
 /** Refused start: a misconfiguration the operator must fix, reported as one line. */
-export class StartupError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'StartupError';
-  }
-}
+export class StartupError extends LedgerhookError {}
 
 export interface OpenedStore {
   store: Store;

@@ -11,7 +11,18 @@ export interface FieldError {
   header?: string;
 }
 
-export abstract class AppError extends Error {
+/**
+ * The base of every error the service defines: its `name` is its class's, set here once, so logs
+ * and one-line messages say what failed without each class repeating it.
+ */
+export class LedgerhookError extends Error {
+  constructor(message?: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+export abstract class AppError extends LedgerhookError {
   abstract readonly kind: string;
   /** Whether the same request may succeed later without change. */
   readonly retryable: boolean = false;
@@ -24,7 +35,6 @@ export class ValidationError extends AppError {
     readonly errors: FieldError[] = [],
   ) {
     super(message);
-    this.name = 'ValidationError';
   }
 }
 
@@ -32,16 +42,11 @@ export class UnauthorizedError extends AppError {
   readonly kind = 'unauthorized';
   constructor(message = 'A valid API token is required: send Authorization: Bearer <token>') {
     super(message);
-    this.name = 'UnauthorizedError';
   }
 }
 
 export class NotFoundError extends AppError {
   readonly kind = 'not_found';
-  constructor(message: string) {
-    super(message);
-    this.name = 'NotFoundError';
-  }
 }
 
 export class ConflictError extends AppError {
@@ -52,7 +57,6 @@ export class ConflictError extends AppError {
     readonly extensions: Record<string, string> = {},
   ) {
     super(message);
-    this.name = 'ConflictError';
   }
 }
 
@@ -64,7 +68,6 @@ export class UpstreamUnavailableError extends AppError {
     readonly retryAfterSeconds = 5,
   ) {
     super(message);
-    this.name = 'UpstreamUnavailableError';
   }
 }
 
@@ -77,7 +80,6 @@ export class RateLimitedError extends AppError {
     readonly retryAfterSeconds: number,
   ) {
     super(message);
-    this.name = 'RateLimitedError';
   }
 }
 
@@ -93,26 +95,20 @@ export class DatabaseUnavailableError extends AppError {
     readonly retryAfterSeconds = 5,
   ) {
     super('The database is unavailable; retry later', { cause });
-    this.name = 'DatabaseUnavailableError';
   }
 }
 
 /** A server-side misconfiguration the client cannot fix (for example a wrong master key). */
 export class ServerMisconfiguredError extends AppError {
   readonly kind = 'misconfigured';
-  constructor(message: string) {
-    super(message);
-    this.name = 'ServerMisconfiguredError';
-  }
 }
 
 /** A configuration problem, reported as one line naming the variable. */
-export class ConfigError extends Error {
+export class ConfigError extends LedgerhookError {
   constructor(
     readonly variable: string,
     problem: string,
   ) {
     super(`${variable} ${problem}`);
-    this.name = 'ConfigError';
   }
 }

@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { AppError, NotFoundError, UnauthorizedError } from '../errors.js';
+import { AppError, LedgerhookError, NotFoundError, UnauthorizedError } from '../errors.js';
 import { closeServer } from '../shared/shutdown.js';
 import { dataDirHolder } from '../store/lock.js';
 import type { Accounts, IssuedToken, TokenInfo } from './service.js';
@@ -74,7 +74,7 @@ export async function startAdminServer(deps: {
 }
 
 /** The service holding the data directory has not published its admin endpoint in time. */
-export class ServiceStartingError extends Error {
+export class ServiceStartingError extends LedgerhookError {
   constructor(
     readonly dataDir: string,
     readonly pid: number,
@@ -82,7 +82,6 @@ export class ServiceStartingError extends Error {
     super(
       `the service using ${dataDir} (pid ${pid}) is still starting: its admin endpoint is not up yet; try again once it serves`,
     );
-    this.name = 'ServiceStartingError';
   }
 }
 

@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import canonicalize from 'canonicalize';
+import { LedgerhookError } from '../errors.js';
 import { sha256 } from './merkle.js';
 
 /** The fields of a registry that its leaf covers; any other field of a given object is ignored. */
@@ -34,10 +35,9 @@ export function anchoredDocument(registry: Record<string, unknown>): AnchoredDoc
 }
 
 /** A document to hash lacks a field the leaf covers. */
-export class AnchoredDocumentError extends Error {
+export class AnchoredDocumentError extends LedgerhookError {
   constructor(readonly field: string) {
     super(`the registry content has no "${field}"`);
-    this.name = 'AnchoredDocumentError';
   }
 }
 

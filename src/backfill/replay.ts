@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { Network } from '../chains/networks.js';
 import { isNodeError, nodeUnavailable } from '../chains/node-errors.js';
 import type { ChainBlock, HistoryScan, UntracedBlock } from '../chains/source.js';
+import { LedgerhookError } from '../errors.js';
 import { enqueueNotifications, type NewNotification } from '../notify/outbox.js';
 import { createSleeper } from '../shared/sleeper.js';
 import type { Db, HeldLock } from '../store/db.js';
@@ -84,7 +85,7 @@ async function chunkNotifications(
 }
 
 /** The job stopped on purpose (cancelled, subscription gone, lock lost): not an error. */
-export class Stopped extends Error {}
+export class Stopped extends LedgerhookError {}
 
 /** Runs one job's chunks to its end; throws Stopped when it stops on purpose. */
 export function createJobRunner(deps: JobRunnerDeps, { log, jobSleepers, isRunning }: JobRunnerParts) {

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { connectAdmin } from '../accounts/admin.js';
 import { PGLITE_SUBDIR } from '../app.js';
 import { type Config, ConfigError } from '../config.js';
+import { LedgerhookError } from '../errors.js';
 import { BACKUP_ROUTE } from '../http/admin-backup.js';
 import { masterKeyId } from '../secrets/envelope.js';
 import { MASTER_KEY_FILE, readMasterKeyFile } from '../secrets/master-key.js';
@@ -32,7 +33,7 @@ import { UsageError } from './usage.js';
 const ADMIN_WAIT_MS = 10_000;
 
 /** A backup or restore that could not be done; one line, exit code 1. */
-class BackupFailure extends Error {}
+class BackupFailure extends LedgerhookError {}
 
 /** Runs `work`, printing a BackupFailure as one line with exit code 1; other errors go on to describeFailure. */
 async function reported(work: () => Promise<void>): Promise<number> {

@@ -5,6 +5,8 @@
 
 export type Outcome = 'ok' | 'warn' | 'FAIL' | 'skip';
 
+import { LedgerhookError } from '../errors.js';
+
 export interface Check {
   outcome: Outcome;
   /** What was checked: `database`, `network ETH`, `master key`… */
@@ -24,10 +26,9 @@ export function formatDuration(ms: number): string {
 }
 
 /** A check that ran out of time. */
-export class DeadlineError extends Error {
+export class DeadlineError extends LedgerhookError {
   constructor(readonly ms: number) {
     super(`did not answer within ${formatDuration(ms)}`);
-    this.name = 'DeadlineError';
   }
 }
 

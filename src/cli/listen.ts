@@ -11,6 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parse, stringify } from 'lossless-json';
 import { Agent, request } from 'undici';
 import type { Config } from '../config.js';
+import { LedgerhookError } from '../errors.js';
 import { dispatchPost, postTarget } from '../notify/http-post.js';
 import { newWebhookSecret, signWebhook, webhookKey } from '../notify/signing.js';
 import { packageVersion } from '../version.js';
@@ -51,7 +52,7 @@ interface FeedPage {
 }
 
 /** The service said no in a way that waiting will not change (bad token, unknown subscription). */
-class ServiceRefused extends Error {}
+class ServiceRefused extends LedgerhookError {}
 
 function checkForwardTo(forwardTo: string): string {
   let parsed: URL;

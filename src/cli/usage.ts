@@ -3,14 +3,10 @@
  * parsing that turns argv into one of them or into a one-line usage error.
  */
 import { parseArgs } from 'node:util';
+import { LedgerhookError } from '../errors.js';
 
 /** A command line that does not fit the grammar; reported as one line, exit code 2. */
-export class UsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'UsageError';
-  }
-}
+export class UsageError extends LedgerhookError {}
 
 interface OptionSpec {
   type: 'string' | 'boolean';

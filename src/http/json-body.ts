@@ -1,4 +1,4 @@
-import { type FieldError, ValidationError } from '../errors.js';
+import { type FieldError, LedgerhookError, ValidationError } from '../errors.js';
 import { escapePointerToken } from '../http-kit/validation.js';
 
 declare global {
@@ -14,12 +14,8 @@ export const MAX_JSON_DEPTH = 64;
 const MAX_ERRORS = 20;
 
 /** A client error that is about the body as a whole (problem type `bad_request`, pointer `#`). */
-export class MalformedBodyError extends Error {
+export class MalformedBodyError extends LedgerhookError {
   readonly statusCode = 400;
-  constructor(message: string) {
-    super(message);
-    this.name = 'MalformedBodyError';
-  }
 }
 
 const NOT_JSON = 'The body is not valid JSON';
@@ -101,7 +97,7 @@ function countKeys(value: unknown, checkStrings: boolean): number {
 const LITERAL = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null/y;
 const WHITESPACE = /[ \t\n\r]*/y;
 
-class Stop extends Error {}
+class Stop extends LedgerhookError {}
 
 /**
  * The slow path, taken only when the fast checks found something: a recursive descent over the

@@ -16,6 +16,7 @@ import dns from 'node:dns';
 import net from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { Agent, buildConnector, type Dispatcher } from 'undici';
+import { LedgerhookError } from '../errors.js';
 import { type Cidr, isAllowlisted, parseIp } from '../shared/cidr.js';
 
 /** Resolves a host name to its IP addresses (as strings, IPv4 and IPv6 mixed). */
@@ -24,7 +25,7 @@ export type Resolve = (hostname: string) => Promise<string[]>;
 export type EgressBlockReason = 'invalid_url' | 'scheme' | 'dns_failure' | 'no_address' | 'forbidden_address';
 
 /** A callback URL or connection refused by the egress policy; `message` is fit to show a user. */
-export class EgressBlockedError extends Error {
+export class EgressBlockedError extends LedgerhookError {
   constructor(
     readonly reason: EgressBlockReason,
     message: string,
@@ -34,7 +35,6 @@ export class EgressBlockedError extends Error {
     options?: ErrorOptions,
   ) {
     super(message, options);
-    this.name = 'EgressBlockedError';
   }
 }
 

@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import { LedgerhookError } from '../errors.js';
 
 /** A value sealed under its own data key, which is itself sealed under the master key. */
 export interface Sealed {
@@ -16,10 +17,9 @@ export interface Envelope {
   digest(data: string): string;
 }
 
-export class EnvelopeKeyMismatchError extends Error {
+export class EnvelopeKeyMismatchError extends LedgerhookError {
   constructor(readonly recordKeyId: string) {
     super(`record was sealed under master key ${recordKeyId}, which is not the configured one`);
-    this.name = 'EnvelopeKeyMismatchError';
   }
 }
 

@@ -1,9 +1,10 @@
+import { LedgerhookError } from '../errors.js';
+
 /** Work that did not finish within its deadline. */
-export class DeadlineExceededError extends Error {
+export class DeadlineExceededError extends LedgerhookError {
   readonly code = 'ETIMEDOUT';
   constructor(what: string, ms: number) {
     super(`${what} did not finish within ${ms} ms`);
-    this.name = 'DeadlineExceededError';
   }
 }
 

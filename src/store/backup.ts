@@ -10,6 +10,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { PGlite } from '@electric-sql/pglite';
 import { sql } from 'drizzle-orm';
+import { LedgerhookError } from '../errors.js';
 import { packageVersion } from '../version.js';
 import { DATA_DIR_LIMITS, dataDirFileLimit, isDataDirFolder } from './data-dir-shape.js';
 import type { Store } from './db.js';
@@ -41,12 +42,7 @@ export interface BackupManifest {
 export const MAX_UNPACKED_BYTES = 16 * 1024 ** 3;
 
 /** A file that is not a whole Ledgerhook backup; the message completes "FILE …". */
-export class BackupArchiveError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'BackupArchiveError';
-  }
-}
+export class BackupArchiveError extends LedgerhookError {}
 
 /** A manifest line longer than this is no manifest (the real one is ~300 bytes). */
 const MAX_MANIFEST_BYTES = 64 * 1024;

@@ -1,14 +1,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { LedgerhookError } from '../errors.js';
 
 /** Another live process holds the data directory. */
-export class DataDirInUseError extends Error {
+export class DataDirInUseError extends LedgerhookError {
   constructor(
     readonly dataDir: string,
     readonly pid: number,
   ) {
     super(`data directory ${dataDir} is in use by another Ledgerhook process (pid ${pid})`);
-    this.name = 'DataDirInUseError';
   }
 }
 

@@ -1,9 +1,10 @@
+import { LedgerhookError } from '../errors.js';
+
 /** A database query that got no answer within its deadline; its connection was closed. */
-export class QueryTimeoutError extends Error {
+export class QueryTimeoutError extends LedgerhookError {
   readonly code = 'ETIMEDOUT';
   constructor(readonly timeoutMs: number) {
     super(`the database did not answer within ${timeoutMs} ms`);
-    this.name = 'QueryTimeoutError';
   }
 }
 

@@ -1,4 +1,5 @@
 import { and, eq, gt, lt, sql } from 'drizzle-orm';
+import { LedgerhookError } from '../errors.js';
 import type { Db } from '../store/db.js';
 import { chainCursors, chainHeaders } from './schema.js';
 
@@ -20,13 +21,12 @@ export interface Header extends Cursor {
  * that took the network over while this one still believed it held the lock). The transaction
  * rolls back; the follower's next round reads the cursor anew.
  */
-export class CursorMovedError extends Error {
+export class CursorMovedError extends LedgerhookError {
   constructor(network: string, expected: Cursor) {
     super(
       `${network}: the stored cursor is no longer block ${expected.height} (${expected.hash}), where this follower ` +
         'continued from: another process moved it; following again from the stored cursor',
     );
-    this.name = 'CursorMovedError';
   }
 }
 

@@ -4,6 +4,7 @@
  */
 import type { Logger } from 'pino';
 import type { BlockSource, ChainBlock, ChainTip } from '../chains/source.js';
+import { LedgerhookError } from '../errors.js';
 import type { NewNotification } from '../notify/outbox.js';
 import type { Db } from '../store/db.js';
 import { type ChainState, type Cursor, KEPT_HEADERS } from './chain-state.js';
@@ -15,13 +16,12 @@ import { announcedIn, applyDiff, diffBranches } from './reorg.js';
  * another block stands at its height): the node follows another chain. Nothing is notified from
  * it; the follower retries, so a node put back on the right chain is followed again.
  */
-export class ChainMismatchError extends Error {
+export class ChainMismatchError extends LedgerhookError {
   constructor(network: string, at: Cursor) {
     super(
       `${network}: the node's chain does not continue block ${at.height} (${at.hash}) processed before; ` +
         'its blocks are final, so the node follows another chain: nothing is notified until it is back on this one',
     );
-    this.name = 'ChainMismatchError';
   }
 }
 

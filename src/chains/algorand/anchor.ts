@@ -24,7 +24,7 @@
  * Algorand blocks are final once committed: `finalDepth` is 1.
  */
 import algosdk from 'algosdk';
-import { ConfigError, UpstreamUnavailableError } from '../../errors.js';
+import { ConfigError, LedgerhookError, UpstreamUnavailableError } from '../../errors.js';
 import type { AnchorChain, AnchorInclusion, SignedAnchorTx } from '../anchor-chain.js';
 import { nodeRequest } from '../node-http.js';
 import { isAlgorandTxId } from './lookup.js';
@@ -48,13 +48,12 @@ export interface AlgorandAnchorChain extends AnchorChain {
 }
 
 /** algod refused the transaction for a reason other than already having it. */
-export class AlgorandTxRejectedError extends Error {
+export class AlgorandTxRejectedError extends LedgerhookError {
   constructor(
     readonly txId: string,
     readonly nodeMessage: string,
   ) {
     super(`The Algorand node refused transaction ${txId}: ${nodeMessage}`);
-    this.name = 'AlgorandTxRejectedError';
   }
 }
 

@@ -10,12 +10,13 @@
  */
 import { createHash } from 'node:crypto';
 import algosdk from 'algosdk';
+import { LedgerhookError } from '../../errors.js';
 import type { AlgorandActivity, AlgorandTopTransaction, AlgorandTransaction } from './activity.js';
 
 type Json = Record<string, unknown>;
 
 /** A block that does not have the shape the API documents. */
-export class MalformedBlock extends Error {}
+export class MalformedBlock extends LedgerhookError {}
 
 export interface AlgorandHeader {
   round: number;

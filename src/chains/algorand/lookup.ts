@@ -1,4 +1,4 @@
-import { UpstreamUnavailableError } from '../../errors.js';
+import { LedgerhookError, UpstreamUnavailableError } from '../../errors.js';
 import { nodeRequest } from '../node-http.js';
 import type { LookupResult, TransactionLookup, TransactionView } from '../transaction-view.js';
 import { emptyView } from '../transaction-view.js';
@@ -41,7 +41,7 @@ export function isAlgorandTxId(id: string): boolean {
 type Json = Record<string, unknown>;
 
 /** A response that does not have the shape the API documents. */
-class UnexpectedAnswer extends Error {}
+class UnexpectedAnswer extends LedgerhookError {}
 
 const isObject = (value: unknown): value is Json =>
   typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -13,7 +13,7 @@
  * genesis is checked against the configured one before anything else is answered, and every block
  * against it too: a node on another network throws an error naming both, on every call.
  */
-import { UpstreamUnavailableError } from '../../errors.js';
+import { LedgerhookError, UpstreamUnavailableError } from '../../errors.js';
 import { type NodeResponse, nodeRequest } from '../node-http.js';
 import type { BlockSource, ChainBlock, ChainTip } from '../source.js';
 import type { AlgorandActivity } from './activity.js';
@@ -51,13 +51,12 @@ export interface AlgorandBlockSource extends BlockSource<AlgorandActivity> {
 }
 
 /** The node is on another network than the one configured. */
-export class AlgorandGenesisMismatchError extends Error {
+export class AlgorandGenesisMismatchError extends LedgerhookError {
   constructor(host: string, expected: AlgorandGenesis, actual: Required<AlgorandGenesis>) {
     super(
       `The Algorand node at ${host} is on genesis ${actual.genesisId} (${actual.genesisHash}), ` +
         `not the configured ${expected.genesisId ?? actual.genesisId} (${expected.genesisHash ?? actual.genesisHash})`,
     );
-    this.name = 'AlgorandGenesisMismatchError';
   }
 }
 

@@ -14,7 +14,7 @@ import {
   toHex,
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import { ConfigError, UpstreamUnavailableError } from '../../errors.js';
+import { ConfigError, LedgerhookError, UpstreamUnavailableError } from '../../errors.js';
 import type { AnchorChain, AnchorInclusion, SignedAnchorTx } from '../anchor-chain.js';
 import { jsonRpcHttp } from './rpc-transport.js';
 
@@ -22,12 +22,7 @@ import { jsonRpcHttp } from './rpc-transport.js';
 export const EVM_ANCHOR_FINAL_DEPTH = 64;
 
 /** A node refused a transaction for good (nonce taken, underpriced): a new one must be signed. */
-export class AnchorTxRejectedError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'AnchorTxRejectedError';
-  }
-}
+export class AnchorTxRejectedError extends LedgerhookError {}
 
 export function parseEvmAnchorKey(key: string): Hex {
   const trimmed = key.trim();

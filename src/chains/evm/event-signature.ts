@@ -6,6 +6,8 @@
  *
  * Tuple nesting is measured before anything is read, so the recursive descent below stays shallow.
  */
+
+import { LedgerhookError } from '../../errors.js';
 import { canonicalElementaryType } from './abi-types.js';
 
 /** A parameter as a JSON ABI fragment has it. */
@@ -26,7 +28,7 @@ export interface ParsedSignature {
 export const MAX_TYPE_DEPTH = 16;
 
 /** Why a signature cannot be read; the caller adds where it came from. */
-export class SignatureSyntaxError extends Error {}
+export class SignatureSyntaxError extends LedgerhookError {}
 
 const IDENTIFIER = /^[a-zA-Z$_][a-zA-Z0-9$_]*$/;
 const DATA_LOCATIONS = new Set(['calldata', 'memory', 'storage']);

@@ -12,6 +12,7 @@
  * value on a delegatecall).
  */
 import type { Hex } from 'viem';
+import { LedgerhookError } from '../../errors.js';
 
 /** debug = debug_traceBlockByNumber with {tracer:'callTracer'}; parity = trace_block. */
 export type TraceFormat = 'debug' | 'parity';
@@ -55,12 +56,7 @@ export interface ParityTrace {
 }
 
 /** A node's trace answer that does not belong to the block asked for, or is not a trace at all. */
-export class TraceMismatchError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'TraceMismatchError';
-  }
-}
+export class TraceMismatchError extends LedgerhookError {}
 
 // ---------------------------------------------------------------------------------------------
 // The shapes accepted, all in one place: only what is documented (and recorded in the fixtures) is

@@ -22,6 +22,7 @@
  * InexactNumberError, and the caller parses the answer again exactly.
  */
 import { formatUnits } from 'viem';
+import { LedgerhookError } from '../../errors.js';
 
 export const SOL = 'SOL';
 export const SOL_DECIMALS = 9;
@@ -77,18 +78,16 @@ export interface SolanaChange {
 }
 
 /** The answer does not have the shape of a `jsonParsed` transaction. */
-export class MalformedSolanaTransaction extends Error {
+export class MalformedSolanaTransaction extends LedgerhookError {
   constructor(detail: string) {
     super(detail);
-    this.name = 'MalformedSolanaTransaction';
   }
 }
 
 /** A JSON number in the answer is beyond 2^53, so JSON.parse rounded it: parse exactly instead. */
-export class InexactNumberError extends Error {
+export class InexactNumberError extends LedgerhookError {
   constructor(what: string) {
     super(`${what} is beyond 2^53 and was rounded`);
-    this.name = 'InexactNumberError';
   }
 }
 

@@ -20,7 +20,6 @@ export class SolanaRpcError extends UpstreamUnavailableError {
     readonly detail: string,
   ) {
     super(`The node at ${host} answered an error to ${method}: ${detail}`);
-    this.name = 'SolanaRpcError';
   }
 }
 

@@ -5,6 +5,7 @@
  * short deadline nor failed by them: the field is left out instead.
  */
 import type { Logger } from 'pino';
+import { LedgerhookError } from '../../errors.js';
 
 /** Scores from 0 (nothing known) to 100 for the addresses it knows; the others are left out. */
 export interface RiskProvider {
@@ -17,18 +18,16 @@ export interface RiskProvider {
 export type RiskFailureReason = 'timeout' | 'error' | 'circuit_open';
 
 /** A provider that answered nothing within its time. */
-export class RiskTimeoutError extends Error {
+export class RiskTimeoutError extends LedgerhookError {
   constructor(ms: number) {
     super(`no risk scores within ${ms} ms`);
-    this.name = 'RiskTimeoutError';
   }
 }
 
 /** A provider that is not asked at the moment because it kept failing. */
-export class RiskCircuitOpenError extends Error {
+export class RiskCircuitOpenError extends LedgerhookError {
   constructor(message = 'the risk provider failed repeatedly and is not asked until its cool-down ends') {
     super(message);
-    this.name = 'RiskCircuitOpenError';
   }
 }
 
