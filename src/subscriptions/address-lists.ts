@@ -8,18 +8,10 @@ import type { Network, NetworkCatalog } from '../chains/networks.js';
 import { ConflictError, type FieldError, NotFoundError, ValidationError } from '../errors.js';
 import { decodeCursor, type PageQuery, toPage } from '../http-kit/pagination.js';
 import type { Db } from '../store/db.js';
+import { insertAddresses, invalidAddresses, MAX_NAMED_ERRORS, normalizeAll, textArray } from './addresses.js';
+import { announce } from './announce.js';
 import type { SubscriptionsContext } from './context.js';
 import type { SubscriptionChange } from './events.js';
-import {
-  announce,
-  insertAddresses,
-  invalidAddresses,
-  MAX_NAMED_ERRORS,
-  normalizeAll,
-  owned,
-  textArray,
-  undeleted,
-} from './helpers.js';
 import {
   ADDRESS_TRANSACTION,
   type AddressChangeInput,
@@ -28,6 +20,7 @@ import {
   type SubscriptionRow,
   type WatchedAddressView,
 } from './model.js';
+import { owned, undeleted } from './owned.js';
 import { subscriptionAddresses, subscriptions } from './schema.js';
 
 /** Addresses one request may add and remove, together (create: in `attr.addresses`). */

@@ -11,10 +11,11 @@ import { ConflictError, type FieldError, ValidationError } from '../errors.js';
 import { canonicalJson } from '../idempotency/service.js';
 import { tokenContext } from '../notify/dispatcher.js';
 import type { Db } from '../store/db.js';
+import { insertAddresses, invalidAddresses, normalizeAll } from './addresses.js';
+import { announce } from './announce.js';
 import type { SubscriptionsContext } from './context.js';
 import { eventFieldsOnAddressCreate, validateEventCreate } from './event-validation.js';
 import type { ContractEventSpec, SubscriptionChange } from './events.js';
-import { announce, insertAddresses, invalidAddresses, newSigningSecret, normalizeAll } from './helpers.js';
 import {
   ADDRESS_TRANSACTION,
   CONTRACT_LOG_EVENT,
@@ -24,6 +25,7 @@ import {
   type SubscriptionRow,
 } from './model.js';
 import { subscriptions } from './schema.js';
+import { newSigningSecret } from './signing-secrets.js';
 
 export const CREATE_SCOPE = 'POST /api/v1/subscription';
 /** The first half of the advisory lock that serialises creating one address's subscriptions. */

@@ -7,8 +7,9 @@ import { decodeCursor, isUuid, type PageQuery, toPage } from '../http-kit/pagina
 import { deliveryAttempts, notifications } from '../notify/schema.js';
 import type { Db } from '../store/db.js';
 import type { SubscriptionsContext } from './context.js';
-import { iso, owned } from './helpers.js';
 import type { AttemptView, LogFilter, NotificationView } from './model.js';
+import { owned } from './owned.js';
+import { iso } from './view.js';
 
 /**
  * A log cursor is the outbox `seq` of the last row shown. One given out before `seq` existed is

@@ -6,8 +6,8 @@
 import { parseFollowedEvent } from '../chains/evm/events.js';
 import type { Network, NetworkCatalog } from '../chains/networks.js';
 import type { FieldError } from '../errors.js';
+import { normalizeAll } from './addresses.js';
 import type { ContractEventSpec } from './events.js';
-import { normalizeAll } from './helpers.js';
 import type { CreateSubscriptionInput } from './model.js';
 
 /** Fields of an address subscription that an event subscription does not take, and why. */

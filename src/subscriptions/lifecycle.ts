@@ -5,10 +5,12 @@ import { and, desc, eq, isNotNull, isNull, lt, type SQL, sql } from 'drizzle-orm
 import { ValidationError } from '../errors.js';
 import { decodeCursor, type PageQuery, toPage } from '../http-kit/pagination.js';
 import { notifications } from '../notify/schema.js';
+import { announce } from './announce.js';
 import type { SubscriptionsContext } from './context.js';
-import { announce, owned, toView, undeleted } from './helpers.js';
 import type { SubscriptionView } from './model.js';
+import { owned, undeleted } from './owned.js';
 import { subscriptions } from './schema.js';
+import { toView } from './view.js';
 
 export function createSubscriptionLifecycle(ctx: SubscriptionsContext) {
   const { db, networks, now } = ctx;

@@ -8,7 +8,7 @@ import { isUuid } from '../http-kit/pagination.js';
 import { signalOutbox } from '../notify/outbox.js';
 import { notifications } from '../notify/schema.js';
 import type { SubscriptionsContext } from './context.js';
-import { undeleted } from './helpers.js';
+import { undeleted } from './owned.js';
 
 /** Not held by a dispatcher right now (no claim, or one whose lease ran out). */
 const unclaimed = or(isNull(notifications.lockedUntil), lt(notifications.lockedUntil, sql`now()`))!;

@@ -5,9 +5,10 @@
 import { eq, sql } from 'drizzle-orm';
 import { ConflictError } from '../errors.js';
 import type { SubscriptionsContext } from './context.js';
-import { newSigningSecret, signingSecrets, undeleted } from './helpers.js';
 import type { VerificationKey } from './model.js';
+import { undeleted } from './owned.js';
 import { subscriptions } from './schema.js';
+import { newSigningSecret, signingSecrets } from './signing-secrets.js';
 
 /** How long a rotated-out secret keeps signing beside the new one. */
 export const SECRET_OVERLAP_MS = 24 * 3_600_000;

@@ -10,8 +10,8 @@ import type { Network } from '../chains/networks.js';
 import { ConflictError } from '../errors.js';
 import { enqueueNotifications, newNotificationId } from '../notify/outbox.js';
 import type { SubscriptionsContext } from './context.js';
-import { undeleted } from './helpers.js';
 import { CONTRACT_LOG_EVENT, REGISTRY_EVENTS, type SubscriptionRow } from './model.js';
+import { undeleted } from './owned.js';
 import { subscriptionAddresses } from './schema.js';
 
 /** Transaction ids shaped as each family writes them (hex hash, base32 id, base58 signature). */
