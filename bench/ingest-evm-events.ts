@@ -23,7 +23,8 @@ import {
   rpcPayments,
   rpcTransfers,
 } from '../src/chains/evm/activity.js';
-import { decodeFollowedLog, passesFilter } from '../src/chains/evm/events.js';
+import { decodeFollowedLog } from '../src/chains/evm/event-decode.js';
+import { passesFilter } from '../src/chains/evm/event-filter.js';
 import type { EvmBlockActivity, TokenInfo } from '../src/chains/evm/types.js';
 import { loadNetworks, type Network, type NetworkCatalog } from '../src/chains/networks.js';
 import type { FieldError } from '../src/errors.js';

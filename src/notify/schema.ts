@@ -13,7 +13,7 @@ import {
   uuid,
 } from 'drizzle-orm/pg-core';
 import { accounts } from '../accounts/schema.js';
-import type { FollowedEvent } from '../chains/evm/events.js';
+import type { FollowedEvent } from '../chains/evm/followed-event.js';
 import type { Sealed } from '../secrets/envelope.js';
 import type { SignatureScheme } from './signing.js';
 

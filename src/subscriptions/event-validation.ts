@@ -3,7 +3,7 @@
  * signature, a JSON ABI fragment or a bare topic0) and its filter parsed with viem, and the
  * contracts it is followed on (one, a list, or any).
  */
-import { parseFollowedEvent } from '../chains/evm/events.js';
+import { parseFollowedEvent } from '../chains/evm/parse-followed-event.js';
 import type { Network, NetworkCatalog } from '../chains/networks.js';
 import type { FieldError } from '../errors.js';
 import { normalizeAll } from './addresses.js';

@@ -5,7 +5,8 @@
 import { eq } from 'drizzle-orm';
 import { type AbiParameter, encodeAbiParameters, getAddress, type Hex, zeroAddress } from 'viem';
 import { minimumEncodedBytes } from '../chains/evm/abi-encoded-size.js';
-import { decodeFollowedLog, MAX_EVENT_DATA_BYTES } from '../chains/evm/events.js';
+import { decodeFollowedLog } from '../chains/evm/event-decode.js';
+import { MAX_EVENT_DATA_BYTES } from '../chains/evm/event-parse.js';
 import type { Network } from '../chains/networks.js';
 import { ConflictError } from '../errors.js';
 import { enqueueNotifications, newNotificationId } from '../notify/outbox.js';

@@ -4,7 +4,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { getAddress } from 'viem';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { backends, createTestEnvironment, type TestEnvironment } from '../../test/helpers/env.js';
-import { parseFollowedEvent } from '../chains/evm/events.js';
+import { parseFollowedEvent } from '../chains/evm/parse-followed-event.js';
 import type { Family } from '../chains/networks.js';
 import { openStore, type Store } from '../store/db.js';
 import type { ContractEventSpec } from '../subscriptions/events.js';

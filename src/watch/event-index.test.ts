@@ -1,7 +1,9 @@
 import crypto from 'node:crypto';
 import { encodeAbiParameters, type Hex, pad, toEventSelector } from 'viem';
 import { describe, expect, test } from 'vitest';
-import { type FollowedEvent, parseFollowedEvent, passesFilter } from '../chains/evm/events.js';
+import { passesFilter } from '../chains/evm/event-filter.js';
+import type { FollowedEvent } from '../chains/evm/followed-event.js';
+import { parseFollowedEvent } from '../chains/evm/parse-followed-event.js';
 import type { ContractEventSpec, WatchedEndpoint } from '../subscriptions/events.js';
 import { createAddressIndex } from './address-index.js';
 import { createEventIndex } from './event-index.js';

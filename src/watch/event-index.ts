@@ -27,7 +27,8 @@
  * evm-events pass and bench/README.md, "Contract events: match cost with 10,000 subscriptions".
  */
 import type { Hex } from 'viem';
-import { type FollowedEvent, passesFilter } from '../chains/evm/events.js';
+import { passesFilter } from '../chains/evm/event-filter.js';
+import type { FollowedEvent } from '../chains/evm/followed-event.js';
 import type { Family } from '../chains/networks.js';
 import type { WatchedEndpoint, WatchedSubscription } from '../subscriptions/events.js';
 import { createWatchTables, NONE, type WatchTables } from './watch-tables.js';

@@ -3,7 +3,7 @@
  * followed events, decoded with the event's ABI, one notification per log and subscription.
  */
 import { type AbiEvent, getAddress } from 'viem';
-import { decodeFollowedLog } from '../chains/evm/events.js';
+import { decodeFollowedLog } from '../chains/evm/event-decode.js';
 import type { EvmLog } from '../chains/evm/types.js';
 import type { Network } from '../chains/networks.js';
 import type { FollowedSubscription, LogAddressAndTopics } from './event-index.js';

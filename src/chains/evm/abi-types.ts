@@ -1,3 +1,4 @@
+import type { AbiEvent } from 'viem';
 /**
  * What an ABI type is, read from its text: elementary types by Solidity's grammar, arrays split at
  * their last dimension, and how deep a parameter nests. Elementary types are recognised here rather
@@ -77,4 +78,21 @@ export function isDynamic(param: Param): boolean {
   const array = arrayShape(param.type);
   if (array) return array.length === undefined || isDynamic({ ...param, type: array.element });
   return param.type === 'tuple' && (param.components ?? []).some(isDynamic);
+}
+
+/** An event's inputs as this code walks them. */
+export function inputsOf(abi: { inputs: readonly unknown[] }): readonly Param[] {
+  return abi.inputs as readonly Param[];
+}
+
+/** An argument's key in filters and decoded args: its name, or "arg<position>" when it has none. */
+export function argKey(param: Param, position: number): string {
+  return param.name ? param.name : `arg${position}`;
+}
+
+/** An event ABI item built from its parts (viem's types are too narrow to build one generically). */
+export function asAbiEvent(name: string, inputs: Param[], anonymous: boolean): AbiEvent {
+  const abi = { type: 'event', name, inputs } as unknown as AbiEvent;
+  if (anonymous) abi.anonymous = true;
+  return abi;
 }

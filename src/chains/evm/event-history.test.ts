@@ -22,8 +22,9 @@ import type { Throttle } from '../../shared/throttle.js';
 import type { WatchedAddresses } from '../source.js';
 import { TRANSFER_TOPIC } from './activity.js';
 import { CONTRACTS_PER_QUERY, eventLogTopics, TOPIC_VALUES_PER_QUERY } from './event-history.js';
-import { type FollowedEvent, parseFollowedEvent } from './events.js';
+import type { FollowedEvent } from './followed-event.js';
 import { evmHistory } from './history.js';
+import { parseFollowedEvent } from './parse-followed-event.js';
 
 const TRANSFER = 'event Transfer(address indexed from, address indexed to, uint256 value)';
 const APPROVAL_TOPIC = toEventSelector('Approval(address,address,uint256)');

@@ -9,7 +9,7 @@ import type { Hex } from 'viem';
 import { UpstreamUnavailableError } from '../../errors.js';
 import type { ChainBlock, HistoryScan, WatchedAddresses } from '../source.js';
 import type { RpcBlock } from './activity.js';
-import type { FollowedEvent } from './events.js';
+import type { FollowedEvent } from './followed-event.js';
 import { getLogs, hex, type Request, type RpcHistoryLog } from './get-logs.js';
 import type { EvmBlockActivity, EvmLog } from './types.js';
 

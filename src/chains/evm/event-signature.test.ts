@@ -6,8 +6,9 @@
 import { type AbiEvent, parseAbiItem, toEventSignature } from 'viem';
 import { describe, expect, it } from 'vitest';
 import type { FieldError } from '../../errors.js';
+import { MAX_EVENT_DATA_BYTES } from './event-parse.js';
 import { MAX_TYPE_DEPTH } from './event-signature.js';
-import { MAX_EVENT_DATA_BYTES, parseFollowedEvent } from './events.js';
+import { parseFollowedEvent } from './parse-followed-event.js';
 
 function parsed(event: unknown): AbiEvent {
   const result = parseFollowedEvent(event);

@@ -23,14 +23,10 @@ import {
 } from 'viem';
 import { describe, expect, it } from 'vitest';
 import type { FieldError } from '../../errors.js';
-import {
-  decodeFollowedLog,
-  type FollowedEvent,
-  type LogLike,
-  MAX_FILTER_VALUES,
-  parseFollowedEvent,
-  passesFilter,
-} from './events.js';
+import { decodeFollowedLog } from './event-decode.js';
+import { MAX_FILTER_VALUES, passesFilter } from './event-filter.js';
+import type { FollowedEvent, LogLike } from './followed-event.js';
+import { parseFollowedEvent } from './parse-followed-event.js';
 
 const FIXTURES = path.join(import.meta.dirname, '../../../test/fixtures/chains/ethereum');
 
