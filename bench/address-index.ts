@@ -1,5 +1,5 @@
 /**
- * The matcher's address index (`src/watch/address-index.ts`) beside the Map-based one it replaced,
+ * The matcher's address index (`src/watch/matching/address-index.ts`) beside the Map-based one it replaced,
  * kept here as the reference: memory per watched address after a full GC, time to index them,
  * lookups per second, ten million watched addresses in one process, and `load` from a database
  * holding a million subscriptions. Every measurement runs in a fresh child process of its own, so
@@ -17,7 +17,7 @@ import {
   createAddressIndex,
   type SubscriptionChange,
   type WatchedSubscription,
-} from '../src/watch/address-index.js';
+} from '../src/watch/matching/address-index.js';
 import {
   createScratchDatabase,
   databaseUrlOption,

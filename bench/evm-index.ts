@@ -3,7 +3,7 @@
 import crypto from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
 import type { NetworkCatalog } from '../src/chains/networks.js';
-import { type AddressIndex, createAddressIndex } from '../src/watch/address-index.js';
+import { type AddressIndex, createAddressIndex } from '../src/watch/matching/address-index.js';
 import { gc, now } from './lib.js';
 
 /** The network the EVM passes name their chain. */

@@ -13,8 +13,8 @@ import { notifications } from '../src/notify/schema.js';
 import { createEnvelope } from '../src/secrets/envelope.js';
 import { type Db, openStore, type Store } from '../src/store/db.js';
 import { createSubscriptions } from '../src/subscriptions/service.js';
-import type { AddressIndex } from '../src/watch/address-index.js';
-import { type BlockMatcher, createFollower } from '../src/watch/follower.js';
+import { type BlockMatcher, createFollower } from '../src/watch/follower/follower.js';
+import type { AddressIndex } from '../src/watch/matching/address-index.js';
 import { chainCursors, chainHeaders } from '../src/watch/schema.js';
 import { createScratchDatabase, followUntil, makeTempDir, medianSeconds } from './lib.js';
 

@@ -18,8 +18,8 @@ import {
 } from '../src/chains/algorand/source.js';
 import { loadNetworks } from '../src/chains/networks.js';
 import type { Store } from '../src/store/db.js';
-import { type AddressIndex, createAddressIndex } from '../src/watch/address-index.js';
-import { algorandMatcher } from '../src/watch/algorand-notifications.js';
+import { type AddressIndex, createAddressIndex } from '../src/watch/matching/address-index.js';
+import { algorandMatcher } from '../src/watch/notifications/algorand.js';
 import {
   type AlgorandRound,
   assembleRound,

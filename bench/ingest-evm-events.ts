@@ -30,10 +30,10 @@ import { loadNetworks, type Network, type NetworkCatalog } from '../src/chains/n
 import type { FieldError } from '../src/errors.js';
 import { validateEventCreate } from '../src/subscriptions/event-validation.js';
 import type { ContractEventSpec, SubscriptionChange } from '../src/subscriptions/events.js';
-import { type AddressIndex, createAddressIndex } from '../src/watch/address-index.js';
-import { CONTRACT_LOG } from '../src/watch/event-notifications.js';
-import { evmMatcher } from '../src/watch/evm-notifications.js';
-import type { BlockMatch, BlockMatcher } from '../src/watch/follower-commit.js';
+import type { BlockMatch, BlockMatcher } from '../src/watch/follower/commit.js';
+import { type AddressIndex, createAddressIndex } from '../src/watch/matching/address-index.js';
+import { CONTRACT_LOG } from '../src/watch/notifications/contract-events.js';
+import { evmMatcher } from '../src/watch/notifications/evm.js';
 import { buildIndex, NETWORK } from './evm-index.js';
 import { fixed, formatTable, gc, grouped, profiled, quantile } from './lib.js';
 

@@ -81,7 +81,7 @@ function cpuSeconds(since: NodeJS.CpuUsage): number {
   return (used.user + used.system) / 1e6;
 }
 
-/** `poll` once, then every `pollMs` after each poll ends (as src/watch/polling.ts paces the watcher). */
+/** `poll` once, then every `pollMs` after each poll ends (as src/watch/follower/polling.ts paces the watcher). */
 async function steady(
   pollMs: number,
   steadyMs: number,

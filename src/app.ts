@@ -50,9 +50,9 @@ import { createSubscriptions, type Subscriptions } from './subscriptions/service
 import { registerTransactionRoutes } from './transactions/routes.js';
 import { createTransactions, type Transactions } from './transactions/service.js';
 import { packageVersion } from './version.js';
-import { createAddressIndex } from './watch/address-index.js';
+import { createAddressIndex } from './watch/matching/address-index.js';
 import { createRiskEnricher } from './watch/risk/enricher.js';
-import { registerTraceGapRoutes } from './watch/trace-gap-routes.js';
+import { registerTraceGapRoutes } from './watch/trace-gaps/routes.js';
 import { createWatcher, type Watcher } from './watch/watcher.js';
 
 export const PGLITE_SUBDIR = 'pglite';

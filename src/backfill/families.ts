@@ -11,16 +11,16 @@ import { solanaHistory } from '../chains/solana/history.js';
 import type { HistoryScan, HistorySource } from '../chains/source.js';
 import type { Throttle } from '../shared/throttle.js';
 import type { ContractEventSpec, WatchedEndpoint, WatchedSubscription } from '../subscriptions/events.js';
-import { algorandMatcher } from '../watch/algorand-notifications.js';
-import { bitcoinMatcher } from '../watch/bitcoin-notifications.js';
+import type { BlockMatcher } from '../watch/follower/follower.js';
 import {
   createEventIndex,
   type FollowedSubscription,
   type LogAddressAndTopics,
-} from '../watch/event-index.js';
-import { evmMatcher } from '../watch/evm-notifications.js';
-import type { BlockMatcher } from '../watch/follower.js';
-import { solanaMatcher } from '../watch/solana-notifications.js';
+} from '../watch/matching/event-index.js';
+import { algorandMatcher } from '../watch/notifications/algorand.js';
+import { bitcoinMatcher } from '../watch/notifications/bitcoin.js';
+import { evmMatcher } from '../watch/notifications/evm.js';
+import { solanaMatcher } from '../watch/notifications/solana.js';
 import { evmClient } from '../watch/watcher.js';
 
 /**

@@ -27,7 +27,7 @@ export const backfills = pgTable(
     position: bigint('position', { mode: 'number' }).notNull(),
     /** Notifications this backfill added (not those the live follower had already made). */
     found: integer('found').notNull().default(0),
-    /** Blocks of the range read without their internal transfers: trace gaps (watch/trace-gaps.ts). */
+    /** Blocks of the range read without their internal transfers: trace gaps (watch/trace-gaps/). */
     traceGaps: integer('trace_gaps').notNull().default(0),
     /** running, done, cancelled or failed. */
     state: text('state').notNull(),

@@ -10,7 +10,7 @@
 import { AlgorandGenesisMismatchError } from '../chains/algorand/source.js';
 import { loadNetworks, type Network } from '../chains/networks.js';
 import type { Config } from '../config.js';
-import type { FollowState } from '../watch/follow-state.js';
+import type { FollowState } from '../watch/followed-networks.js';
 import { type NodeProbe, probedUrls, probeNode } from '../watch/node-probe.js';
 import { type Check, describeUnreachable, withDeadline } from './doctor-report.js';
 

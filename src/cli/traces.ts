@@ -13,7 +13,7 @@ import type { Network } from '../chains/networks.js';
 import { type Config, ConfigError } from '../config.js';
 import { TRACES_FILL_ROUTE, type TracesFillBody } from '../http/admin-traces.js';
 import { dataDirHolder } from '../store/lock.js';
-import { type FillSummary, fillTraceGaps } from '../watch/fill-trace-gaps.js';
+import { type FillSummary, fillTraceGaps } from '../watch/trace-gaps/fill-on-demand.js';
 import { UsageError } from './usage.js';
 
 /** How long the command waits for a service that is still starting to publish its admin endpoint. */

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Store } from '../store/db.js';
 import { type DatabaseHealth, databaseHealth } from '../store/health.js';
-import { type FollowState, followState } from '../watch/follow-state.js';
+import { type FollowState, followState } from '../watch/followed-networks.js';
 
 /** The admin endpoint's route that `ledgerhook doctor` calls while the service holds the embedded database. */
 export const DOCTOR_ROUTE = '/admin/doctor';

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { NetworkCatalog } from '../chains/networks.js';
 import { ValidationError } from '../errors.js';
 import type { Store } from '../store/db.js';
-import { type FillSummary, fillTraceGaps } from '../watch/fill-trace-gaps.js';
+import { type FillSummary, fillTraceGaps } from '../watch/trace-gaps/fill-on-demand.js';
 
 /** The admin endpoint's route `ledgerhook traces fill` calls while the service holds the embedded database. */
 export const TRACES_FILL_ROUTE = '/admin/traces/fill';

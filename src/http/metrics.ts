@@ -4,8 +4,8 @@ import type { AnchorerStatus } from '../anchor/anchorer.js';
 import type { AnchorStats } from '../anchor/batches.js';
 import { timedOutByServer } from '../http-kit/request-timeout.js';
 import type { OutboxStats } from '../notify/outbox.js';
-import type { FollowerStatus } from '../watch/follower.js';
-import type { MempoolStatus } from '../watch/mempool.js';
+import type { FollowerStatus } from '../watch/follower/follower.js';
+import type { MempoolStatus } from '../watch/mempool/evm-mempool.js';
 import type { RiskStatus } from '../watch/risk/provider.js';
 
 /** Where the gauges read from, each optional: a process without a role reports nothing of it. */

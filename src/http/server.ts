@@ -11,7 +11,7 @@ import { markTimedOut, timedOutByServer } from '../http-kit/request-timeout.js';
 import { ProblemSchema, problemResponse } from '../http-kit/schemas.js';
 import { createValidatorCompiler } from '../http-kit/validation.js';
 import { withDeadline } from '../shared/deadline.js';
-import type { FollowerStatus } from '../watch/follower.js';
+import type { FollowerStatus } from '../watch/follower/follower.js';
 import { requireBearerToken } from './auth.js';
 import type { Metrics } from './metrics.js';
 import {

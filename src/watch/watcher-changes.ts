@@ -7,8 +7,8 @@ import { sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import type { Db } from '../store/db.js';
 import type { SubscriptionChange, SubscriptionNotice } from '../subscriptions/events.js';
-import type { AddressIndex } from './address-index.js';
-import type { BlockMatcher } from './follower.js';
+import type { BlockMatcher } from './follower/follower.js';
+import type { AddressIndex } from './matching/address-index.js';
 
 export interface ChangeDeps {
   db: Db;

@@ -17,18 +17,18 @@ import type { Network } from '../chains/networks.js';
 import { createSolanaSource } from '../chains/solana/source.js';
 import type { BlockSource } from '../chains/source.js';
 import type { Db } from '../store/db.js';
-import type { AddressIndex } from './address-index.js';
-import { algorandMatcher } from './algorand-notifications.js';
-import { createBitcoinMempoolWatcher } from './bitcoin-mempool.js';
-import { bitcoinClaims, bitcoinMatcher } from './bitcoin-notifications.js';
-import { evmMatcher } from './evm-notifications.js';
-import type { BlockMatcher, Follower, FollowerDeps } from './follower.js';
-import { createEvmMempoolWatcher, type MempoolWatcher } from './mempool.js';
-import { nonceClaim } from './mempool-backlog.js';
-import { type Claimed, createPendingLifecycle } from './pending-lifecycle.js';
-import { solanaMatcher } from './solana-notifications.js';
-import { createTraceGapFiller, fillInBackground } from './trace-gap-filler.js';
-import { bothSettlers, createTraceGapTracker } from './trace-gaps.js';
+import type { BlockMatcher, Follower, FollowerDeps } from './follower/follower.js';
+import type { AddressIndex } from './matching/address-index.js';
+import { nonceClaim } from './mempool/backlog.js';
+import { createBitcoinMempoolWatcher } from './mempool/bitcoin-mempool.js';
+import { createEvmMempoolWatcher, type MempoolWatcher } from './mempool/evm-mempool.js';
+import { type Claimed, createPendingLifecycle } from './mempool/pending-lifecycle.js';
+import { algorandMatcher } from './notifications/algorand.js';
+import { bitcoinClaims, bitcoinMatcher } from './notifications/bitcoin.js';
+import { evmMatcher } from './notifications/evm.js';
+import { solanaMatcher } from './notifications/solana.js';
+import { createTraceGapFiller, fillInBackground } from './trace-gaps/filler.js';
+import { bothSettlers, createTraceGapTracker } from './trace-gaps/tracker.js';
 
 /** What following a network takes, from the watcher. */
 export interface FamilyDeps {
@@ -143,7 +143,7 @@ function traceReaderOf(deps: FamilyDeps, network: Network, client: PublicClient)
 
 /**
  * Fills the network's trace gaps in the background while this process follows it and its follower
- * is at the head (trace-gap-filler.ts): a catch-up is never slowed by it.
+ * is at the head (trace-gaps/filler.ts): a catch-up is never slowed by it.
  */
 function fillTraceGapsBeside(
   deps: FamilyDeps,

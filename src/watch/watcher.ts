@@ -4,15 +4,15 @@ import type { BlockSource } from '../chains/source.js';
 import type { OutboxHandoff } from '../notify/outbox.js';
 import type { Db, Store } from '../store/db.js';
 import { SUBSCRIPTIONS_CHANNEL, type SubscriptionChange } from '../subscriptions/events.js';
-import type { AddressIndex } from './address-index.js';
 import {
   type BlockMatcher,
   createFollower,
   type Follower,
   type FollowerDeps,
   type FollowerStatus,
-} from './follower.js';
-import type { MempoolStatus, MempoolWatcher } from './mempool.js';
+} from './follower/follower.js';
+import type { AddressIndex } from './matching/address-index.js';
+import type { MempoolStatus, MempoolWatcher } from './mempool/evm-mempool.js';
 import type { RiskEnricher } from './risk/enricher.js';
 import { withRiskScores } from './risk/with-risk.js';
 import { createChangeQueue } from './watcher-changes.js';

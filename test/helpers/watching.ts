@@ -1,5 +1,5 @@
 import type { Network } from '../../src/chains/networks.js';
-import { type AddressIndex, createAddressIndex } from '../../src/watch/address-index.js';
+import { type AddressIndex, createAddressIndex } from '../../src/watch/matching/address-index.js';
 
 /**
  * A matcher's address index watching each address once on the network, as the API would fill it:

@@ -1,5 +1,5 @@
 import type { ChainBlock } from '../../chains/source.js';
-import type { BlockMatch } from '../follower.js';
+import type { BlockMatch } from '../follower/follower.js';
 import type { RiskLookup } from './enricher.js';
 
 /**
