@@ -13,7 +13,7 @@ import type { Network } from '../chains/networks.js';
 import { type Config, ConfigError } from '../config.js';
 import { TRACES_FILL_ROUTE, type TracesFillBody } from '../http/admin-traces.js';
 import { dataDirHolder } from '../store/lock.js';
-import { type FillSummary, fillTraceGaps } from '../watch/trace-gaps/fill-on-demand.js';
+import { type FillSummary, fillTraceGapsOf } from '../watch/trace-gaps/fill-on-demand.js';
 import { UsageError } from './usage.js';
 
 /** How long the command waits for a service that is still starting to publish its admin endpoint. */
@@ -86,15 +86,11 @@ async function fillDirectly(
   const { store, lock } = await openConfiguredStore(config);
   const logger = pino({ level: 'warn' }, process.stderr);
   try {
-    const summaries: FillSummary[] = [];
-    for (const network of networks)
-      summaries.push(
-        await fillTraceGaps(
-          { db: store.db, logger, traceWaitMs: config.traceWaitMs },
-          { network, rpc: body.rpc, from: body.from, to: body.to },
-        ),
-      );
-    return summaries;
+    return await fillTraceGapsOf({ db: store.db, logger, traceWaitMs: config.traceWaitMs }, networks, {
+      rpc: body.rpc,
+      from: body.from,
+      to: body.to,
+    });
   } finally {
     await store.close();
     lock?.release();

@@ -48,7 +48,7 @@ export const MAX_LISTED_ERRORS = 100;
 
 /**
  * The first MAX_LISTED_ERRORS errors and one saying how many were left out, as address lists
- * always named invalid addresses: 100,000 unknown fields were a 13 MB answer.
+ * always named invalid addresses: a body of thousands of unknown fields is not answered in kind.
  */
 function listedErrors(errors: FieldError[]): FieldError[] {
   if (errors.length <= MAX_LISTED_ERRORS + 1) return errors;

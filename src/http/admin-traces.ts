@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { NetworkCatalog } from '../chains/networks.js';
 import { ValidationError } from '../errors.js';
 import type { Store } from '../store/db.js';
-import { type FillSummary, fillTraceGaps } from '../watch/trace-gaps/fill-on-demand.js';
+import { type FillSummary, fillTraceGapsOf } from '../watch/trace-gaps/fill-on-demand.js';
 
 /** The admin endpoint's route `ledgerhook traces fill` calls while the service holds the embedded database. */
 export const TRACES_FILL_ROUTE = '/admin/traces/fill';
@@ -29,19 +29,17 @@ export function tracesFillRoute(deps: {
   return (admin) => {
     admin.post(TRACES_FILL_ROUTE, async (request): Promise<FillSummary[]> => {
       const body = request.body as TracesFillBody;
-      const summaries: FillSummary[] = [];
-      for (const name of body.networks ?? []) {
+      const networks = (body.networks ?? []).map((name) => {
         const network = deps.networks.find(name);
         if (network?.family !== 'evm')
           throw new ValidationError(`${name} is not an EVM network of this service`);
-        summaries.push(
-          await fillTraceGaps(
-            { db: deps.store.db, logger: deps.logger, traceWaitMs: deps.traceWaitMs },
-            { network, rpc: body.rpc, from: body.from, to: body.to },
-          ),
-        );
-      }
-      return summaries;
+        return network;
+      });
+      return fillTraceGapsOf(
+        { db: deps.store.db, logger: deps.logger, traceWaitMs: deps.traceWaitMs },
+        networks,
+        { rpc: body.rpc, from: body.from, to: body.to },
+      );
     });
   };
 }

@@ -14,8 +14,9 @@ export interface Param {
   components?: readonly Param[];
 }
 
-const SIZED_INTEGER = /^(u?)int(\d{1,3})$/;
-const SIZED_BYTES = /^bytes(\d{1,2})$/;
+/** Integer and fixed-size bytes types, by their size: `uint256` is ('', '256'), `bytes32` is ('32'). */
+export const INTEGER_TYPE = /^(u?)int(\d{1,3})$/;
+export const FIXED_BYTES_TYPE = /^bytes(\d{1,2})$/;
 
 /**
  * The canonical spelling of an elementary type (`uint` is `uint256`), or undefined when the text
@@ -34,12 +35,12 @@ export function canonicalElementaryType(type: string): string | undefined {
     case 'int':
       return `${type}256`;
   }
-  const integer = SIZED_INTEGER.exec(type);
+  const integer = INTEGER_TYPE.exec(type);
   if (integer) {
     const bits = Number(integer[2]);
     return bits >= 8 && bits <= 256 && bits % 8 === 0 && !integer[2]?.startsWith('0') ? type : undefined;
   }
-  const bytes = SIZED_BYTES.exec(type);
+  const bytes = FIXED_BYTES_TYPE.exec(type);
   if (bytes) {
     const size = Number(bytes[1]);
     return size >= 1 && size <= 32 && !bytes[1]?.startsWith('0') ? type : undefined;
@@ -49,8 +50,8 @@ export function canonicalElementaryType(type: string): string | undefined {
 
 /** Why a text that looks like an elementary type is not one, for an error message. */
 export function elementaryTypeHint(type: string): string | undefined {
-  if (SIZED_INTEGER.test(type)) return 'an integer type has 8 to 256 bits, in steps of 8';
-  if (SIZED_BYTES.test(type)) return 'a fixed-size bytes type has 1 to 32 bytes';
+  if (INTEGER_TYPE.test(type)) return 'an integer type has 8 to 256 bits, in steps of 8';
+  if (FIXED_BYTES_TYPE.test(type)) return 'a fixed-size bytes type has 1 to 32 bytes';
   return undefined;
 }
 

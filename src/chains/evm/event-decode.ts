@@ -5,12 +5,9 @@
  */
 import { decodeEventLog, getAddress, type Hex } from 'viem';
 import { decodesWithinData } from './abi-encoded-size.js';
-import { argKey, arrayShape, inputsOf, type Param } from './abi-types.js';
+import { argKey, arrayShape, FIXED_BYTES_TYPE, INTEGER_TYPE, inputsOf, type Param } from './abi-types.js';
 import { isPlainObject } from './event-fields.js';
 import type { FollowedEvent, LogLike } from './followed-event.js';
-
-const INTEGER_TYPE = /^(u?)int(\d+)$/;
-const FIXED_BYTES_TYPE = /^bytes(\d+)$/;
 
 export function decodeFollowedLog(event: FollowedEvent, log: LogLike): Record<string, unknown> | undefined {
   const abi = event.abi;

@@ -21,7 +21,15 @@ import {
   toEventSignature,
 } from 'viem';
 import type { FieldError } from '../../errors.js';
-import { argKey, arrayShape, asAbiEvent, inputsOf, type Param } from './abi-types.js';
+import {
+  argKey,
+  arrayShape,
+  asAbiEvent,
+  FIXED_BYTES_TYPE,
+  INTEGER_TYPE,
+  inputsOf,
+  type Param,
+} from './abi-types.js';
 import { describe, FILTER_POINTER, isPlainObject, pointer, type Segment } from './event-fields.js';
 import type { FollowedEvent } from './followed-event.js';
 
@@ -126,8 +134,6 @@ function filterTopics(param: Param, raw: unknown, path: Segment[], errors: Field
 
 // --- Filter values: JSON → viem values --------------------------------------------------------
 
-const INTEGER_TYPE = /^(u?)int(\d+)$/;
-const FIXED_BYTES_TYPE = /^bytes(\d+)$/;
 const HEX = /^0x[0-9a-fA-F]*$/;
 
 /** A filter value as viem encodes it, or undefined (with the reason in `errors`). */

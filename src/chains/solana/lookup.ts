@@ -1,5 +1,5 @@
 /**
- * Solana transaction lookup (docs/transaction-lookup.md; issue 5), through the JSON-RPC
+ * Solana transaction lookup (docs/transaction-lookup.md), through the JSON-RPC
  * `getTransaction` method in `jsonParsed` encoding (maxSupportedTransactionVersion 0, so that
  * versioned transactions are returned too).
  *

@@ -102,3 +102,14 @@ export async function fillTraceGaps(
   const outcomes = await filler.fillAll({ from: request.from, to: request.to });
   return summarise(network.name, tracedBy, outcomes);
 }
+
+/** Each network's gaps filled in turn, as `ledgerhook traces fill` asks: a summary per network. */
+export async function fillTraceGapsOf(
+  deps: { db: Db; logger: Logger; traceWaitMs: number },
+  networks: Network[],
+  range: Omit<FillRequest, 'network'>,
+): Promise<FillSummary[]> {
+  const summaries: FillSummary[] = [];
+  for (const network of networks) summaries.push(await fillTraceGaps(deps, { network, ...range }));
+  return summaries;
+}
