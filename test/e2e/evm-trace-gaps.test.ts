@@ -51,6 +51,8 @@ describe.each(backends)('trace gaps on %s', (backend) => {
   let live: { body: Body; blockHash: Hex };
   /** The internal transfer of a block committed without its traces. */
   let missed: { hash: Hex; block: bigint };
+  /** The plain transfers of the untraced blocks, notified live. */
+  let plainInGap: Hex[];
 
   beforeAll(async () => {
     d = await startDevnet(backend, {
@@ -126,6 +128,7 @@ describe.each(backends)('trace gaps on %s', (backend) => {
     // The forwarded one moved value to the deposit inside a contract call: not notified in the gap.
     expect(notified(untraced[1]!.hash)).toEqual([]);
     missed = untraced[1]!;
+    plainInGap = untraced.filter((_, i) => i !== 1).map((t) => t.hash);
     expect(await d.chain.getBalance({ address: deposit })).toBe(parseEther('21'));
 
     const hashes = await Promise.all(
@@ -303,8 +306,10 @@ describe.each(backends)('trace gaps on %s', (backend) => {
     const metrics = await d.t.request('GET', '/metrics', { token: null });
     expect(metrics.text).toMatch(/^ledgerhook_trace_gaps_open\{network="DEVNET"\} 0$/m);
     // Nothing else was sent again: the plain transfers of the gap blocks went out live, once.
+    // (Deliveries of the reorganisation before may still arrive: its withdrawal and its new block.)
     const since = d.receiver.requests.slice(delivered).map((r) => JSON.parse(r.body) as Body);
-    expect(since.map((b) => b.txId).sort()).toEqual([missed.hash, sent.hash].sort());
+    expect(since.filter((b) => b.txId === missed.hash)).toHaveLength(1);
+    expect(since.filter((b) => plainInGap.includes(b.txId as Hex) && b.reorg !== true)).toEqual([]);
 
     // A fill whose end was lost (a process killed after it notified) notifies nothing twice.
     await d.t.app.store.db.execute(
