@@ -3,7 +3,7 @@
  * src/ goes down this list, never up or around.
  *
  *   main.ts, cli/                 the command line
- *   app.ts, http/, tables.ts      the composition root: builds everything, serves the routes,
+ *   app/, http/, tables.ts        the composition root: builds everything, serves the routes,
  *                                 assembles the table list for drizzle-kit
  *   the domains, in DOMAINS order a domain imports only those before it
  *   config.ts, risk-config.ts     typed configuration (plain data and its parsing; no domain)

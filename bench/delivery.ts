@@ -8,7 +8,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { sql } from 'drizzle-orm';
 import { Agent, request } from 'undici';
-import { PGLITE_SUBDIR } from '../src/app.js';
+import { PGLITE_SUBDIR } from '../src/app/store.js';
 import { dispatchPost, postTarget } from '../src/notify/http-post.js';
 import { enqueueNotifications, newNotificationId } from '../src/notify/outbox.js';
 import { openStore, type Store } from '../src/store/db.js';

@@ -28,7 +28,7 @@ const LAYERS = [
   {
     name: 'composition root',
     holds: 'builds everything, serves the routes, lists the tables for drizzle-kit',
-    paths: ['^src/app\\.ts$', '^src/http/', '^src/tables\\.ts$'],
+    paths: ['^src/app/', '^src/http/', '^src/tables\\.ts$'],
   },
   {
     name: 'domains',

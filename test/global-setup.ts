@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
-import { PGLITE_SUBDIR } from '../src/app.js';
+import { PGLITE_SUBDIR } from '../src/app/store.js';
 import { openStore } from '../src/store/db.js';
 import { isAlive } from '../src/store/lock.js';
 import { ensureBuilt, ensureConsoleBuilt } from './helpers/build.js';

@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { connectAdmin } from '../accounts/admin.js';
-import { PGLITE_SUBDIR } from '../app.js';
+import { PGLITE_SUBDIR } from '../app/store.js';
 import { type Config, ConfigError } from '../config.js';
 import { LedgerhookError } from '../errors.js';
 import { BACKUP_ROUTE } from '../http/admin-backup.js';

@@ -6,15 +6,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { connectAdmin, ServiceStartingError, type TokenAdmin } from '../accounts/admin.js';
 import { createAccounts, type TokenInfo } from '../accounts/service.js';
-import {
-  announceTokenOnConsole,
-  createServiceLogger,
-  openConfiguredStore,
-  PGLITE_SUBDIR,
-  type RunningApp,
-  StartupError,
-  startApp,
-} from '../app.js';
+import { createServiceLogger } from '../app/logger.js';
+import { announceTokenOnConsole, type RunningApp, startApp } from '../app/start.js';
+import { StartupError } from '../app/startup-error.js';
+import { openConfiguredStore, PGLITE_SUBDIR } from '../app/store.js';
 import { startAnvil } from '../chains/evm/anvil.js';
 import { loadNetworks } from '../chains/networks.js';
 import { type Config, ConfigError } from '../config.js';

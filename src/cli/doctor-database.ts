@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { connectAdmin, ServiceStartingError } from '../accounts/admin.js';
-import { PGLITE_SUBDIR } from '../app.js';
+import { PGLITE_SUBDIR } from '../app/store.js';
 import type { Config } from '../config.js';
 import { DOCTOR_ROUTE, type ServiceHealth, serviceHealth } from '../http/admin-doctor.js';
 import { openStore, type Store } from '../store/db.js';

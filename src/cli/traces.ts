@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import pino from 'pino';
 import { connectAdmin } from '../accounts/admin.js';
-import { openConfiguredStore, PGLITE_SUBDIR } from '../app.js';
+import { openConfiguredStore, PGLITE_SUBDIR } from '../app/store.js';
 import type { Network } from '../chains/networks.js';
 import { type Config, ConfigError } from '../config.js';
 import { TRACES_FILL_ROUTE, type TracesFillBody } from '../http/admin-traces.js';

@@ -35,7 +35,7 @@ export type RoutePlugin = (scope: FastifyInstance) => void;
 
 /**
  * What the server serves besides health, readiness, metrics and the documents: each domain's
- * route plugin, listed by the composition root (app.ts), in the order the OpenAPI document lists them.
+ * route plugin, listed by the composition root (app/http-server.ts), in the order the OpenAPI document lists them.
  */
 export interface ServedRoutes {
   /** Under /api/v1, behind the bearer token and the account's rate limit. */

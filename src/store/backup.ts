@@ -48,7 +48,7 @@ export class BackupArchiveError extends LedgerhookError {}
 const MAX_MANIFEST_BYTES = 64 * 1024;
 const NOT_A_BACKUP = 'is not a Ledgerhook backup (it does not begin with the line ledgerhook backup writes)';
 
-/** The master key id the database remembers (see checkMasterKey in app.ts), if it has one. */
+/** The master key id the database remembers (see checkMasterKey in app/master-key.ts), if it has one. */
 async function recordedMasterKeyId(store: Store): Promise<string | null> {
   type Rows<T> = { rows: T[] };
   // A table is resolved when the statement is planned, so whether it exists is asked first.

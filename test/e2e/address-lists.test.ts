@@ -21,7 +21,7 @@ import {
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, describe, expect, test } from 'vitest';
-import { type RunningApp, startApp } from '../../src/app.js';
+import { type RunningApp, startApp } from '../../src/app/start.js';
 import { type Anvil, startAnvil } from '../../src/chains/evm/anvil.js';
 import { loadConfig } from '../../src/config.js';
 import { TEST_SERVICE_ENV } from '../helpers/app.js';

@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { type Dispatcher, request as undiciRequest } from 'undici';
-import { type RunningApp, type StartOptions, startApp } from '../../src/app.js';
+import { type RunningApp, type StartOptions, startApp } from '../../src/app/start.js';
 import { toHeaders } from '../../src/chains/evm/rpc-transport.js';
 import { loadConfig } from '../../src/config.js';
 import { type Backend, createTestEnvironment, type TestEnvironment } from './env.js';

@@ -49,7 +49,7 @@ describe.each(backends)('follower (%s)', (backend) => {
 
   beforeAll(async () => {
     environment = await createTestEnvironment(backend);
-    // The embedded database where the service keeps it (app.ts), on a worker thread as it runs it.
+    // The embedded database where the service keeps it (app/store.ts), on a worker thread as it runs it.
     store = await openStore(
       environment.databaseUrl
         ? { databaseUrl: environment.databaseUrl }
