@@ -10,7 +10,7 @@ import { NotFoundError } from '../errors.js';
 import { sendProblem } from '../http-kit/problem.js';
 import { problemResponse } from '../http-kit/schemas.js';
 import { PASS_PAGE_CSP, renderPassNotFound, renderPassPage } from './pass-page.js';
-import { MetadataItem, Registry } from './routes.js';
+import { MetadataItem, Registry } from './route-schemas.js';
 import { PASS_NOT_FOUND, type Registries } from './service.js';
 
 const PublicPass = Type.Object({

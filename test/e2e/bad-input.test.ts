@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { ADDRESS_LIST_BODY_LIMIT } from '../../src/subscriptions/routes.js';
+import { ADDRESS_LIST_BODY_LIMIT } from '../../src/subscriptions/route-schemas.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { backends } from '../helpers/env.js';
 import { waitFor } from '../helpers/process.js';
