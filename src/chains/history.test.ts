@@ -4,7 +4,7 @@
  * paths, per block (whatever pages it takes) on the block scans.
  */
 import { networks } from 'bitcoinjs-lib';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, test } from 'vitest';
 import {
   assembleRun,
   RECORDED_HASH,
@@ -57,7 +57,7 @@ afterAll(async () => {
 });
 
 describe('history sources take the throttle', () => {
-  it('Bitcoin: a request each through Esplora, a block each through Core', async () => {
+  test('Bitcoin: a request each through Esplora, a block each through Core', async () => {
     const node = await startBitcoinNode();
     closers.push(() => node.close());
     node.setChain(BTCD_MAIN.map(btcdBlock));
@@ -94,7 +94,7 @@ describe('history sources take the throttle', () => {
     expect(node.requests.length - before).toBeGreaterThanOrEqual(4);
   });
 
-  it('Algorand: a request each through the indexer', async () => {
+  test('Algorand: a request each through the indexer', async () => {
     const node = await startAlgorandNode();
     closers.push(() => node.close());
     node.setRounds([
@@ -120,7 +120,7 @@ describe('history sources take the throttle', () => {
     expect(throttle.takes).toBe(node.requests.length - before - 2);
   });
 
-  it('Solana: a request each through the signature index', async () => {
+  test('Solana: a request each through the signature index', async () => {
     const node = await startSolanaNode();
     closers.push(() => node.close());
     node.setSlots([

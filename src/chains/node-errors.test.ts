@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createPublicClient, HttpRequestError, http as httpTransport } from 'viem';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, test } from 'vitest';
 import { UpstreamUnavailableError } from '../errors.js';
 import {
   describeNodeError,
@@ -68,14 +68,14 @@ const failureOf = (request: Promise<unknown>): Promise<unknown> =>
   );
 
 describe('describeNodeError', () => {
-  it('names a node that does not answer in time', async () => {
+  test('names a node that does not answer in time', async () => {
     const host = await serve(() => {
       // never answers
     });
     expect(await failureAt(host, 200)).toBe(`The node at ${host} did not answer in time`);
   });
 
-  it('names a node that drops the connection without answering', async () => {
+  test('names a node that drops the connection without answering', async () => {
     const host = await serve((req) => req.socket.destroy());
     expect(await failureAt(host)).toMatch(
       new RegExp(
@@ -84,7 +84,7 @@ describe('describeNodeError', () => {
     );
   });
 
-  it('names the JSON-RPC error a node answers', async () => {
+  test('names the JSON-RPC error a node answers', async () => {
     const host = await serve((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(
@@ -96,7 +96,7 @@ describe('describeNodeError', () => {
     );
   });
 
-  it('names a DNS failure, as fetch reports it (the cause of its TypeError)', () => {
+  test('names a DNS failure, as fetch reports it (the cause of its TypeError)', () => {
     // No test leaves loopback, so the resolver is not asked: this is the shape undici gives.
     const dns = Object.assign(new Error('getaddrinfo ENOTFOUND node.example'), {
       code: 'ENOTFOUND',
@@ -109,7 +109,7 @@ describe('describeNodeError', () => {
     expect(describeNodeError(error)).toBe('The node at node.example was not found by DNS (ENOTFOUND)');
   });
 
-  it('keeps the first line of an error that is not about reaching the node', () => {
+  test('keeps the first line of an error that is not about reaching the node', () => {
     expect(describeNodeError(new Error('receipt of 0xab is in another block\nmore detail'))).toBe(
       'receipt of 0xab is in another block',
     );
@@ -124,7 +124,7 @@ describe('nodeUnavailable, what a client is told', () => {
     indexerUrls: [],
   });
 
-  it("says which network's node failed and how, never the library's message or the node's URL", async () => {
+  test("says which network's node failed and how, never the library's message or the node's URL", async () => {
     const host = await serve((req, res) => {
       res.writeHead(502, { 'content-type': 'text/plain' }).end(`bad gateway for ${req.url}`);
     });
@@ -137,7 +137,7 @@ describe('nodeUnavailable, what a client is told', () => {
     expect(told.cause).toBe(error);
   });
 
-  it('keeps the JSON-RPC code a node answered, not what it said', async () => {
+  test('keeps the JSON-RPC code a node answered, not what it said', async () => {
     const host = await serve((req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ jsonrpc: '2.0', id: 0, error: { code: -32000, message: `no ${req.url}` } }));
@@ -147,7 +147,7 @@ describe('nodeUnavailable, what a client is told', () => {
     );
   });
 
-  it('passes our own words on without the host or a secret the node echoed', () => {
+  test('passes our own words on without the host or a secret the node echoed', () => {
     const host = 'node.example:8545';
     const ours = new UpstreamUnavailableError(
       `The node at ${host} answered 503: no /v3/SECRET?key=SECRET`,
@@ -158,7 +158,7 @@ describe('nodeUnavailable, what a client is told', () => {
     expect(told.retryAfterSeconds).toBe(7);
   });
 
-  it('says nothing of an error it does not recognise', () => {
+  test('says nothing of an error it does not recognise', () => {
     const odd = new TypeError(`Cannot read ${secretUrl('node.example')}`);
     expect(isNodeError(odd)).toBe(false);
     expect(nodeUnavailable(networkAt('node.example'), odd).message).toBe(
@@ -173,7 +173,7 @@ describe('isLogRangeTooLarge: an eth_getLogs range a smaller one may pass', () =
       failureOf(client.getLogs({ fromBlock: 0n, toBlock: 100_000n })),
     );
 
-  it.each([
+  test.each([
     [-32005, 'query returned more than 10000 results'],
     [-32602, 'query exceeds max results 20000, retry with the range 1-2'],
     [-32602, 'query exceeds max block range 100000'],
@@ -188,7 +188,7 @@ describe('isLogRangeTooLarge: an eth_getLogs range a smaller one may pass', () =
     expect(isLogRangeTooLarge(await answered({ code, message }))).toBe(true);
   });
 
-  it('recognises it in the body of an HTTP 400 some providers answer with', async () => {
+  test('recognises it in the body of an HTTP 400 some providers answer with', async () => {
     expect(
       isLogRangeTooLarge(
         await answered({ code: -32005, message: 'query returned more than 10000 results' }, 400),
@@ -196,7 +196,7 @@ describe('isLogRangeTooLarge: an eth_getLogs range a smaller one may pass', () =
     ).toBe(true);
   });
 
-  it.each([
+  test.each([
     [-32005, 'daily request count exceeded, request rate limited'],
     [-32000, 'header not found'],
     [429, 'Your app has exceeded its compute units per second capacity'],
@@ -205,7 +205,7 @@ describe('isLogRangeTooLarge: an eth_getLogs range a smaller one may pass', () =
     expect(isLogRangeTooLarge(await answered({ code, message }))).toBe(false);
   });
 
-  it('refuses a node that does not answer', async () => {
+  test('refuses a node that does not answer', async () => {
     const host = await serve((req) => req.socket.destroy());
     expect(isLogRangeTooLarge(await viemFailure(host))).toBe(false);
   });
@@ -218,7 +218,7 @@ describe("isStateUnavailable: a node that no longer has a block's state", () => 
     );
 
   // Every client's own words are checked in trace-reader.test.ts, through a real proxy.
-  it.each([
+  test.each([
     [-32000, 'execution reverted'],
     [-32000, 'header not found'],
     [-32005, 'request rate limited'],
@@ -228,7 +228,7 @@ describe("isStateUnavailable: a node that no longer has a block's state", () => 
     expect(isStateUnavailable(await traced({ code, message }))).toBe(false);
   });
 
-  it('is not a node that does not answer', async () => {
+  test('is not a node that does not answer', async () => {
     const host = await serve((req) => req.socket.destroy());
     expect(isStateUnavailable(await viemFailure(host))).toBe(false);
   });

@@ -2,7 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { type DnsServer, dnsResolverFor, startDnsServer } from '../../test/helpers/dns-server.js';
 import { ConfigError } from '../config.js';
 import {
@@ -125,7 +125,7 @@ afterAll(async () => {
 });
 
 describe('classifyAddress', () => {
-  it.each([
+  test.each([
     '8.8.8.8',
     '1.1.1.1',
     '93.184.215.14',
@@ -138,7 +138,7 @@ describe('classifyAddress', () => {
     expect(classifyAddress(address).range).toBe('unicast');
   });
 
-  it.each([
+  test.each([
     ['0.0.0.0', 'unspecified'],
     ['127.0.0.1', 'loopback'],
     ['10.1.2.3', 'private'],
@@ -178,14 +178,14 @@ describe('classifyAddress', () => {
     expect(classifyAddress(address).range).toBe(range);
   });
 
-  it('names the embedded IPv4 address it judged', () => {
+  test('names the embedded IPv4 address it judged', () => {
     expect(classifyAddress('::ffff:127.0.0.1')).toEqual({ range: 'loopback', embeddedIpv4: '127.0.0.1' });
     expect(classifyAddress('64:ff9b::a00:1')).toEqual({ range: 'private', embeddedIpv4: '10.0.0.1' });
   });
 });
 
 describe('parseAllowCidrs', () => {
-  it('parses comma-separated IPv4 and IPv6 networks', () => {
+  test('parses comma-separated IPv4 and IPv6 networks', () => {
     const cidrs = parseAllowCidrs(' 127.0.0.0/8, ::1/128 ,10.1.0.0/16,192.168.5.5,');
     expect(cidrs.map((c) => [c.text, c.network.kind(), c.prefix])).toEqual([
       ['127.0.0.0/8', 'ipv4', 8],
@@ -195,17 +195,17 @@ describe('parseAllowCidrs', () => {
     ]);
   });
 
-  it('stores IPv4-mapped networks as IPv4 ones', () => {
+  test('stores IPv4-mapped networks as IPv4 ones', () => {
     const [cidr] = parseAllowCidrs('::ffff:127.0.0.0/104');
     expect([cidr?.network.toString(), cidr?.prefix]).toEqual(['127.0.0.0', 8]);
   });
 
-  it('is empty when unset or blank', () => {
+  test('is empty when unset or blank', () => {
     expect(parseAllowCidrs(undefined)).toEqual([]);
     expect(parseAllowCidrs('  ')).toEqual([]);
   });
 
-  it.each(['0.0.0.0/0', '::/0', '::ffff:0.0.0.0/96', '10.0.0.0/8,0.0.0.0/0'])(
+  test.each(['0.0.0.0/0', '::/0', '::ffff:0.0.0.0/96', '10.0.0.0/8,0.0.0.0/0'])(
     'refuses %s, which would allow everything',
     (text) => {
       expect(() => parseAllowCidrs(text)).toThrow(ConfigError);
@@ -215,7 +215,7 @@ describe('parseAllowCidrs', () => {
     },
   );
 
-  it.each([
+  test.each([
     'garbage',
     '10.0.0.0/33',
     '::1/129',
@@ -229,7 +229,7 @@ describe('parseAllowCidrs', () => {
     expect(() => parseAllowCidrs(text)).toThrow(/^LEDGERHOOK_ALLOW_CIDRS has an invalid CIDR/);
   });
 
-  it('names the variable it was given', () => {
+  test('names the variable it was given', () => {
     expect(() => parseAllowCidrs('nope', 'TEST_CIDRS')).toThrow(
       expect.objectContaining({ name: 'ConfigError', variable: 'TEST_CIDRS' }),
     );
@@ -237,7 +237,7 @@ describe('parseAllowCidrs', () => {
 });
 
 describe('checkUrl', () => {
-  it.each([
+  test.each([
     [
       'http://127.0.0.1',
       'forbidden_address',
@@ -320,7 +320,7 @@ describe('checkUrl', () => {
     expect(block.message).toContain(message);
   });
 
-  it('accepts a host whose addresses are all public, and returns them', async () => {
+  test('accepts a host whose addresses are all public, and returns them', async () => {
     await expect(egress().checkUrl('https://public.example-public.com/hook')).resolves.toEqual([
       '93.184.215.14',
       '2606:2800:21f:cb07:6820:80da:af6b:8b2c',
@@ -328,7 +328,7 @@ describe('checkUrl', () => {
     await expect(egress().checkUrl(new URL('http://8.8.8.8/'))).resolves.toEqual(['8.8.8.8']);
   });
 
-  it('accepts allowlisted addresses, matching IPv4-mapped IPv6 against IPv4 networks', async () => {
+  test('accepts allowlisted addresses, matching IPv4-mapped IPv6 against IPv4 networks', async () => {
     const allowed = egress({ allowCidrs: parseAllowCidrs('127.0.0.0/8,fd00::/8') });
     await expect(allowed.checkUrl('http://127.0.0.1:9000/')).resolves.toEqual(['127.0.0.1']);
     await expect(allowed.checkUrl('http://[::ffff:127.0.0.1]/')).resolves.toEqual(['::ffff:7f00:1']);
@@ -339,7 +339,7 @@ describe('checkUrl', () => {
     expect((await blockOf(allowed.checkUrl('http://[::1]/'))).reason).toBe('forbidden_address');
   });
 
-  it('bounds DNS resolution by the connect timeout', async () => {
+  test('bounds DNS resolution by the connect timeout', async () => {
     const hanging = createEgress({ resolve: () => new Promise<string[]>(() => {}), connectTimeoutMs: 50 });
     egresses.push(hanging);
     const block = await blockOf(hanging.checkUrl('https://slow.example-public.com/'));
@@ -359,7 +359,7 @@ describe('dispatcher', () => {
       headers: { 'content-type': 'application/json' },
     });
 
-  it('refuses a loopback receiver without an allowlist; nothing arrives', async () => {
+  test('refuses a loopback receiver without an allowlist; nothing arrives', async () => {
     // The request rejects with the EgressBlockedError itself.
     const block = await post(egress().dispatcher, `http://127.0.0.1:${receiver.port}/hook`).then(
       () => expect.fail('expected a refusal'),
@@ -371,7 +371,7 @@ describe('dispatcher', () => {
     expect(receiver.received).toEqual([]);
   });
 
-  it('reaches the loopback receiver when 127.0.0.0/8 is allowlisted', async () => {
+  test('reaches the loopback receiver when 127.0.0.0/8 is allowlisted', async () => {
     const { dispatcher } = egress({ allowCidrs: parseAllowCidrs('127.0.0.0/8') });
     const res = await post(dispatcher, `http://127.0.0.1:${receiver.port}/hook?n=1`);
     expect(res.statusCode).toBe(204);
@@ -381,7 +381,7 @@ describe('dispatcher', () => {
     ]);
   });
 
-  it.each([
+  test.each([
     'http://[::1]:9/',
     'http://169.254.169.254/latest/meta-data',
     'http://[::ffff:127.0.0.1]:9/',
@@ -390,7 +390,7 @@ describe('dispatcher', () => {
     expect((await blockOf(post(egress().dispatcher, url))).reason).toBe('forbidden_address');
   });
 
-  it('resolves host names at connect time and refuses private answers', async () => {
+  test('resolves host names at connect time and refuses private answers', async () => {
     const { dispatcher } = egress();
     const block = await blockOf(post(dispatcher, `http://rebind.example.org:${receiver.port}/hook`));
     expect(block.message).toBe('callback host rebind.example.org resolves to a loopback address (127.0.0.1)');
@@ -399,7 +399,7 @@ describe('dispatcher', () => {
     expect(receiver.received).toEqual([]);
   });
 
-  it('re-checks at connect time, so a name that passed checkUrl and then rebinds is refused', async () => {
+  test('re-checks at connect time, so a name that passed checkUrl and then rebinds is refused', async () => {
     const { checkUrl, dispatcher } = egress();
     dnsServer.set('flip.example-public.com', ['93.184.215.14']);
     await expect(checkUrl(`http://flip.example-public.com:${receiver.port}/`)).resolves.toEqual([
@@ -413,7 +413,7 @@ describe('dispatcher', () => {
     expect(receiver.received).toEqual([]);
   });
 
-  it('connects a host name to the address it checked, keeping the name in the Host header', async () => {
+  test('connects a host name to the address it checked, keeping the name in the Host header', async () => {
     const { dispatcher } = egress({ allowCidrs: parseAllowCidrs('127.0.0.0/8') });
     const res = await post(dispatcher, `http://rebind.example.org:${receiver.port}/named`);
     expect(res.statusCode).toBe(204);
@@ -423,7 +423,7 @@ describe('dispatcher', () => {
     ]);
   });
 
-  it('uses the system resolver by default', async () => {
+  test('uses the system resolver by default', async () => {
     const system = createEgress();
     egresses.push(system);
     expect((await blockOf(system.checkUrl('http://localhost:8080/'))).reason).toBe('forbidden_address');
@@ -432,12 +432,12 @@ describe('dispatcher', () => {
     expect(receiver.received).toEqual([]);
   });
 
-  it('reports a DNS failure at connect time as dns_failure', async () => {
+  test('reports a DNS failure at connect time as dns_failure', async () => {
     const block = await blockOf(post(egress().dispatcher, 'http://missing.example-public.com/'));
     expect(block.reason).toBe('dns_failure');
   });
 
-  it('bounds resolution plus connection by the connect timeout', async () => {
+  test('bounds resolution plus connection by the connect timeout', async () => {
     const hanging = createEgress({ resolve: () => new Promise<string[]>(() => {}), connectTimeoutMs: 50 });
     egresses.push(hanging);
     const err = await post(hanging.dispatcher, 'http://slow.example-public.com/').then(
@@ -454,7 +454,7 @@ describe('dispatcher', () => {
     });
     afterAll(() => tlsReceiver.close());
 
-    it('sends the original host name as SNI and verifies the certificate against it', async () => {
+    test('sends the original host name as SNI and verifies the certificate against it', async () => {
       const { dispatcher } = egress({ allowCidrs: parseAllowCidrs('127.0.0.0/8'), ca: TLS_CERT });
       const res = await post(dispatcher, `https://tls.example-public.com:${tlsReceiver.port}/secure`);
       expect(res.statusCode).toBe(204);
@@ -464,7 +464,7 @@ describe('dispatcher', () => {
       ]);
     });
 
-    it('rejects a certificate that does not name the host, even though the address is the same', async () => {
+    test('rejects a certificate that does not name the host, even though the address is the same', async () => {
       const { dispatcher } = egress({ allowCidrs: parseAllowCidrs('127.0.0.0/8'), ca: TLS_CERT });
       for (const url of [
         `https://wrong-name.example-public.com:${tlsReceiver.port}/`,

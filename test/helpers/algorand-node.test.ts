@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import algosdk from 'algosdk';
 import { request } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { parseExactJson } from '../../src/chains/node-http.js';
 import {
   type AlgorandNode,
@@ -65,7 +65,7 @@ function shape(value: unknown): unknown {
 }
 
 describe('the loopback Algorand node', () => {
-  it('serves the recorded round as recorded', async () => {
+  test('serves the recorded round as recorded', async () => {
     node.setRounds([{ algod: recordedAlgodBlock(), indexer: recordedIndexerBlock() }]);
     const block = await get(`/v2/blocks/${RECORDED_ROUND}?format=msgpack`);
     expect(block.bytes.equals(Buffer.from(recordedAlgodBlock()))).toBe(true);
@@ -79,12 +79,12 @@ describe('the loopback Algorand node', () => {
     expect(parseExactJson(indexer.bytes.toString())).toEqual(recordedIndexerBlock());
   });
 
-  it('the recorded msgpack is canonical: decoding and re-encoding with algosdk gives the same bytes', () => {
+  test('the recorded msgpack is canonical: decoding and re-encoding with algosdk gives the same bytes', () => {
     const decoded = algosdk.decodeMsgpack(recordedAlgodBlock(), algosdk.modelsv2.BlockResponse);
     expect(Buffer.from(algosdk.encodeMsgpack(decoded)).equals(Buffer.from(recordedAlgodBlock()))).toBe(true);
   });
 
-  it("assembled rounds keep the recorded answers' keys and types, in both forms", async () => {
+  test("assembled rounds keep the recorded answers' keys and types, in both forms", async () => {
     node.setRounds(assembleRun(100, 2));
     const indexer = parseExactJson((await get('/v2/blocks/101')).bytes.toString());
     expect(shape(indexer)).toEqual(shape(recordedIndexerBlock()));
@@ -101,7 +101,7 @@ describe('the loopback Algorand node', () => {
 });
 
 describe("the loopback Algorand node's transaction pool", () => {
-  it('answers a real signed transaction pending exactly in the documented form, then refuses it again', async () => {
+  test('answers a real signed transaction pending exactly in the documented form, then refuses it again', async () => {
     // Round 42226001 is inside the payment's window 42225820--42226820.
     node.setRounds(assembleRun(42226000, 1));
     const signed = realSignedPayment();
@@ -128,7 +128,7 @@ describe("the loopback Algorand node's transaction pool", () => {
     });
   });
 
-  it("refuses a bad signature, a transaction outside its window and garbage with algod's 400 {message}", async () => {
+  test("refuses a bad signature, a transaction outside its window and garbage with algod's 400 {message}", async () => {
     node.setRounds(assembleRun(42226000, 1));
     const tampered = realSignedPayment();
     tampered.sig![0]! ^= 1;
@@ -147,7 +147,7 @@ describe("the loopback Algorand node's transaction pool", () => {
     expect((await post('/v2/transactions', new Uint8Array())).json).toEqual({ message: 'empty txgroup' });
   });
 
-  it("answers an unknown id 404 and a malformed one 400, with algod's texts", async () => {
+  test("answers an unknown id 404 and a malformed one 400, with algod's texts", async () => {
     const unknown = await get(`/v2/transactions/pending/${'A'.repeat(52)}`);
     expect(unknown.status).toBe(404);
     expect(JSON.parse(unknown.bytes.toString())).toEqual({
@@ -164,7 +164,7 @@ describe("the loopback Algorand node's transaction pool", () => {
 describe('account transactions (a backfill’s history)', () => {
   const BFO7 = 'BFO7NQTTXGYDPUEWJYLWPFZRUFQISHY4E2SKXARM7UROMAW36YYBGPSUYY';
 
-  it('has the recorded answer’s keys, the rounds asked for, newest first, paged with next', async () => {
+  test('has the recorded answer’s keys, the rounds asked for, newest first, paged with next', async () => {
     node.setRounds([
       { algod: recordedAlgodBlock(), indexer: recordedIndexerBlock() },
       ...assembleRun(RECORDED_ROUND + 1, 2),

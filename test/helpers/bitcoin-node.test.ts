@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import zlib from 'node:zlib';
 import { Block, networks, Transaction } from 'bitcoinjs-lib';
 import { request } from 'undici';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { btcToSatoshi } from '../../src/chains/bitcoin/lookup.js';
 import { parseExactJson } from '../../src/chains/node-http.js';
 import { BTCD_MAIN, BTCD_SIDE, block702861, btcdBlock, mainnetRun } from './bitcoin-blocks.js';
@@ -86,7 +86,7 @@ function rebuild(answer: Json): Buffer {
 }
 
 describe('Bitcoin Core answers', () => {
-  it('getblock 170 2 equals the recorded answer field by field (an old node: addresses, no prevouts)', async () => {
+  test('getblock 170 2 equals the recorded answer field by field (an old node: addresses, no prevouts)', async () => {
     node.setChain(mainnetRun());
     node.configure({ verbosity3: false });
     const theirs = parseExactJson(recorded('getblock-170-verbosity2.json')) as Json;
@@ -98,7 +98,7 @@ describe('Bitcoin Core answers', () => {
     expect((await rpc('getblock', [BLOCK_170, 3])).result).toEqual(ours);
   });
 
-  it('getblock 200000 2 equals the recorded answer for all 388 transactions (asm, addresses, lexemes)', async () => {
+  test('getblock 200000 2 equals the recorded answer for all 388 transactions (asm, addresses, lexemes)', async () => {
     const theirs = parseExactJson(recorded('getblock-200000-verbosity2.json.gz')) as Json;
     const raw = rebuild(theirs);
     node.setChain([raw], 200000);
@@ -112,7 +112,7 @@ describe('Bitcoin Core answers', () => {
     expect(Object.keys(ours)).toEqual(Object.keys(theirsHere));
   });
 
-  it('getblock … 3 on a current node adds each input’s prevout and the fee', async () => {
+  test('getblock … 3 on a current node adds each input’s prevout and the fee', async () => {
     node.setChain(mainnetRun());
     const block = (await rpc('getblock', [BLOCK_170, 3])).result as Json;
     const [coinbase, hal] = block.tx as Json[];
@@ -143,7 +143,7 @@ describe('Bitcoin Core answers', () => {
     expect([...keys].sort()).toEqual(['address', 'asm', 'hex', 'type']);
   });
 
-  it('getrawtransaction f4184fc5 true matches the recorded answer', async () => {
+  test('getrawtransaction f4184fc5 true matches the recorded answer', async () => {
     node.setChain(mainnetRun());
     node.configure({ verbosity3: false });
     const theirs = parseExactJson(recorded('getrawtransaction-f4184fc5-verbose.json')) as Json;
@@ -160,7 +160,7 @@ describe('Bitcoin Core answers', () => {
     expect(withoutAmounts(ours)).toEqual(withoutAmounts(theirs));
   });
 
-  it('answers as real nodes do when something is not there', async () => {
+  test('answers as real nodes do when something is not there', async () => {
     node.setChain(mainnetRun());
     expect((await rpc('getblockhash', [256])).error).toEqual({
       code: -8n,
@@ -180,7 +180,7 @@ describe('Esplora answers', () => {
     recorded('esplora-address-txs-bc1qvhykeqcpdzu0pdvy99xnh9ckhwzcfskct6h6l2.json'),
   ) as Json[];
 
-  it('renders the recorded transactions’ scripts exactly as Esplora did (asm, type, address)', () => {
+  test('renders the recorded transactions’ scripts exactly as Esplora did (asm, type, address)', () => {
     for (const tx of esploraTxs) {
       const outputs = [...(tx.vout as Json[]), ...(tx.vin as Json[]).map((i) => i.prevout as Json)];
       for (const o of outputs) {
@@ -190,7 +190,7 @@ describe('Esplora answers', () => {
     }
   });
 
-  it('serves /tx and /block/:hash/txs with the recorded keys and types', async () => {
+  test('serves /tx and /block/:hash/txs with the recorded keys and types', async () => {
     const raw = block702861();
     node.setChain([raw], 702861);
     // A transaction like the recorded ones: witness inputs whose spent outputs the node holds
@@ -219,7 +219,7 @@ describe('Esplora answers', () => {
     });
   });
 
-  it('serves an address’s confirmed history with the recorded address answer’s keys and types, paged', async () => {
+  test('serves an address’s confirmed history with the recorded address answer’s keys and types, paged', async () => {
     const raw = block702861();
     node.setChain([raw], 702861);
     const block = Block.fromBuffer(raw);
@@ -258,7 +258,7 @@ const txIn = (block: Buffer, prefix: string) =>
 const DOUBLE_SPENT = '29c25cf0ca03c7b3a0c001bd02e479c2d50f60119463c81d5bd24bdeaaca477f:0';
 
 describe('fixtures of pending transactions', () => {
-  it('btcd blocks 3 and 3A hold a real double spend of 29c25cf0…:0', () => {
+  test('btcd blocks 3 and 3A hold a real double spend of 29c25cf0…:0', () => {
     const first = txIn(btcdBlock('3'), '509866fa');
     const second = txIn(btcdBlock('3A'), 'c4d85354');
     expect(spendsOf(first)).toEqual([DOUBLE_SPENT]);
@@ -271,7 +271,7 @@ describe('fixtures of pending transactions', () => {
     expect([...spenders].sort()).toEqual([first.getId(), second.getId()].sort());
   });
 
-  it('the RBF pair: parent and original cut unchanged from block 702861, the replacement assembled from the original', () => {
+  test('the RBF pair: parent and original cut unchanged from block 702861, the replacement assembled from the original', () => {
     const block = Block.fromBuffer(block702861());
     const [parent, original, replacement] = [rbf('parent'), rbf('original'), rbf('replacement')];
     const inBlock = (t: Transaction) => block.transactions!.find((b) => b.getId() === t.getId())!.toHex();
@@ -296,7 +296,7 @@ describe('fixtures of pending transactions', () => {
 });
 
 describe('the pool, as Esplora serves it', () => {
-  it('lists the pool and serves a pool transaction unconfirmed, with prevouts and fee', async () => {
+  test('lists the pool and serves a pool transaction unconfirmed, with prevouts and fee', async () => {
     node.setChain(BTCD_MAIN.slice(0, 3).map(btcdBlock));
     const pending = txIn(btcdBlock('3'), '509866fa');
     node.setMempool([pending.toHex()]);
@@ -312,7 +312,7 @@ describe('the pool, as Esplora serves it', () => {
     expect(ours.fee).toBe(Number(10n * 100_000_000n - pending.outs.reduce((s, o) => s + o.value, 0n)));
   });
 
-  it('derives a prevout from another pool transaction, and follows unheldPrevouts for the rest', async () => {
+  test('derives a prevout from another pool transaction, and follows unheldPrevouts for the rest', async () => {
     node.setChain(BTCD_MAIN.slice(0, 3).map(btcdBlock));
     const [parent, original] = [rbf('parent'), rbf('original')];
     node.setMempool([parent.toBuffer(), original.toHex()]);
@@ -343,7 +343,7 @@ describe('the pool, as Bitcoin Core serves it', () => {
     node.setMempool([pending.toHex()]);
   });
 
-  it('getrawmempool: a list, with mempool_sequence on request (Core 21+), refusing verbose with it', async () => {
+  test('getrawmempool: a list, with mempool_sequence on request (Core 21+), refusing verbose with it', async () => {
     expect((await rpc('getrawmempool', [])).result).toEqual([pending.getId()]);
     const before = node.mempool().sequence;
     expect((await rpc('getrawmempool', [false, true])).result).toEqual({
@@ -359,7 +359,7 @@ describe('the pool, as Bitcoin Core serves it', () => {
     expect(node.mempool().sequence).toBe(before + 2);
   });
 
-  it('getrawmempool before Core 21: the second argument is refused with error -1 and the help text', async () => {
+  test('getrawmempool before Core 21: the second argument is refused with error -1 and the help text', async () => {
     node.configure({ mempoolSequence: false });
     const refused = (await rpc('getrawmempool', [false, true])).error as Json;
     expect(refused.code).toBe(-1n);
@@ -367,7 +367,7 @@ describe('the pool, as Bitcoin Core serves it', () => {
     expect((await rpc('getrawmempool', [false])).result).toEqual([pending.getId()]);
   });
 
-  it('getrawtransaction of a pool transaction: found without txindex, no block fields', async () => {
+  test('getrawtransaction of a pool transaction: found without txindex, no block fields', async () => {
     node.configure({ txindex: false });
     const tx = (await rpc('getrawtransaction', [pending.getId(), true])).result as Json;
     expect(Object.keys(tx)).toEqual([
@@ -386,7 +386,7 @@ describe('the pool, as Bitcoin Core serves it', () => {
     expect((await rpc('getrawtransaction', [pending.getId(), false])).result).toBe(pending.toHex());
   });
 
-  it('gettxout: the held chain’s unspent outputs, less what the pool spends unless asked without it', async () => {
+  test('gettxout: the held chain’s unspent outputs, less what the pool spends unless asked without it', async () => {
     const [txid, n] = DOUBLE_SPENT.split(':') as [string, string];
     // Spent by the pool transaction: gone with include_mempool (the default), there without it.
     expect((await rpc('gettxout', [txid, Number(n)])).result).toBeNull();
@@ -420,7 +420,7 @@ describe('the pool, as Bitcoin Core serves it', () => {
     expect(Object.keys(old.scriptPubKey as Json)).toEqual(['asm', 'hex', 'reqSigs', 'type', 'addresses']);
   });
 
-  it('drops what the held chain mines or double-spends, as a node does on a block', async () => {
+  test('drops what the held chain mines or double-spends, as a node does on a block', async () => {
     const before = node.mempool().sequence;
     node.setChain(BTCD_SIDE.map(btcdBlock)); // 3A's c4d85354… spends 29c25cf0…:0 too
     expect(node.mempool()).toEqual({ txids: [], sequence: before + 1 });

@@ -5,7 +5,7 @@
  */
 
 import fs from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { parseExactJson } from '../../src/chains/node-http.js';
 import { fixturePath } from './fixture-node.js';
 import { recordedBlockText } from './solana-blocks.js';
@@ -56,7 +56,7 @@ function shape(value: unknown): unknown {
 const recorded = () => parseExactJson(recordedBlockText(R)) as Json;
 
 describe('the loopback Solana node', () => {
-  it('serves the recorded block as recorded, without rewards when asked', async () => {
+  test('serves the recorded block as recorded, without rewards when asked', async () => {
     const withRewards = await rpc('getBlock', [R, { encoding: 'jsonParsed', commitment: 'confirmed' }]);
     expect(withRewards).toEqual({ ...recorded(), id: 7n });
     const { rewards: _, ...withoutRewards } = recorded().result as Json;
@@ -67,7 +67,7 @@ describe('the loopback Solana node', () => {
     expect(answer.result).toEqual(withoutRewards);
   });
 
-  it('an assembled block has the recorded answer’s keys and types, and real transactions unchanged', async () => {
+  test('an assembled block has the recorded answer’s keys and types, and real transactions unchanged', async () => {
     const answer = await rpc('getBlock', [R + 2, { encoding: 'jsonParsed', commitment: 'confirmed' }]);
     const real = recorded().result as Json;
     const block = answer.result as Json;
@@ -91,7 +91,7 @@ describe('the loopback Solana node', () => {
     ]);
   });
 
-  it('answers a skipped slot, one not yet available and one cleaned up with a real node’s errors', async () => {
+  test('answers a skipped slot, one not yet available and one cleaned up with a real node’s errors', async () => {
     expect((await rpc('getBlock', [R + 1, { commitment: 'confirmed' }])).error).toEqual({
       code: -32007n,
       message: `Slot ${R + 1} was skipped, or missing due to ledger jump to recent snapshot`,
@@ -104,7 +104,7 @@ describe('the loopback Solana node', () => {
     expect((await rpc('getSlot', [{ commitment: 'confirmed' }])).result).toBe(BigInt(R + 2));
   });
 
-  it('history: getTransaction has a recorded getTransaction answer’s keys; signatures newest first', async () => {
+  test('history: getTransaction has a recorded getTransaction answer’s keys; signatures newest first', async () => {
     const real = parseExactJson(
       fs.readFileSync(
         fixturePath('chains/solana/getTransaction-jsonParsed-sol-transfer-mainnet.json'),

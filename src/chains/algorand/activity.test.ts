@@ -3,7 +3,7 @@
  * its README), each expected value worked out by hand from the recorded fields; CONSTRUCTED cases
  * only where nothing real was recorded, and labelled so.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { readIndexerJson, recordedAlgodBlock } from '../../../test/helpers/algorand-node.js';
 import {
   ALGO,
@@ -36,7 +36,7 @@ const BFO7 = 'BFO7NQTTXGYDPUEWJYLWPFZRUFQISHY4E2SKXARM7UROMAW36YYBGPSUYY';
 describe('round 24099447 (testnet, recorded algod block)', () => {
   const block = blockFromAlgod(recordedAlgodBlock());
 
-  it('the application call W6SAFSKT (no inner transactions) only costs its sender the fee: nothing moved', () => {
+  test('the application call W6SAFSKT (no inner transactions) only costs its sender the fee: nothing moved', () => {
     const appl = block.activity[0]!;
     expect(appl.id).toBe('W6SAFSKT3V4SMLQXG3YDLI4TOBEGPPVQ5PQNJ7BCQ6K7WEDVDFEQ');
     expect(balanceChanges(appl)).toEqual([
@@ -50,7 +50,7 @@ describe('round 24099447 (testnet, recorded algod block)', () => {
     expect(movedChanges(appl)).toEqual([]);
   });
 
-  it('each of the four 1 µAlgo self-payments moves value and nets its 1000 µAlgo fee, with no counterparty', () => {
+  test('each of the four 1 µAlgo self-payments moves value and nets its 1000 µAlgo fee, with no counterparty', () => {
     for (const pay of block.activity.slice(1)) {
       const changes = movedChanges(pay);
       // +1 received − 1 sent − 1000 fee, all BFO7NQTT…
@@ -62,7 +62,7 @@ describe('round 24099447 (testnet, recorded algod block)', () => {
 });
 
 describe('recorded transactions of each kind', () => {
-  it('the clawback VIXTUMAP takes 5 of asset 642327435 from the revoked asset-sender, the clawback account pays only the fee', () => {
+  test('the clawback VIXTUMAP takes 5 of asset 642327435 from the revoked asset-sender, the clawback account pays only the fee', () => {
     const tx = fromIndexer(find('indexer-transaction-axfer-testnet.json', 'VIXTUMAP'));
     const revoked = 'AT3QNHSO7VZ2CPEZGI4BG7M3TIUG7YE5KZXNAE55Z4QHHAGBEU6K2LCJUA';
     const receiver = 'ATSGPNTPGMJ2U3GQRSEXA2OZGFPMKPO66NNPIKFD4LHETHYIYRIRIN6GJE';
@@ -77,7 +77,7 @@ describe('recorded transactions of each kind', () => {
     expect(counterparty(changes, changes[2]!)).toBe(revoked);
   });
 
-  it('the asset close-out Z4NRS7IR (mainnet, close amount 0) moves nothing: its sender rewards and fee are not a transfer', () => {
+  test('the asset close-out Z4NRS7IR (mainnet, close amount 0) moves nothing: its sender rewards and fee are not a transfer', () => {
     const tx = fromIndexer(find('indexer-asset-transactions-mainnet.json', 'Z4NRS7IR'));
     // sender-rewards 31196 − fee 1000.
     expect(balanceChanges(tx)).toEqual([
@@ -91,7 +91,7 @@ describe('recorded transactions of each kind', () => {
     expect(movedChanges(tx)).toEqual([]);
   });
 
-  it('PFU4TFA3 (mainnet) moves 19389366932220000 base units of asset 163650, above 2^53, exactly', () => {
+  test('PFU4TFA3 (mainnet) moves 19389366932220000 base units of asset 163650, above 2^53, exactly', () => {
     const tx = fromIndexer(find('indexer-asset-transactions-mainnet.json', 'PFU4TFA3'));
     const moved = movedChanges(tx);
     expect(moved.map((c) => c.amount)).toEqual([-19389366932220000n, 19389366932220000n]);
@@ -100,7 +100,7 @@ describe('recorded transactions of each kind', () => {
     expect(formatAlgorandAmount(moved[1]!.amount, 6)).toBe('19389366932.22');
   });
 
-  it('rewards count in the ALGO net: OXOKV5V6 (mainnet opt-in) nets +4888077834 − 1000 µAlgo, yet moves nothing', () => {
+  test('rewards count in the ALGO net: OXOKV5V6 (mainnet opt-in) nets +4888077834 − 1000 µAlgo, yet moves nothing', () => {
     const tx = fromIndexer(find('indexer-asset-transactions-mainnet.json', 'OXOKV5V6'));
     expect(balanceChanges(tx)).toEqual([
       {
@@ -113,7 +113,7 @@ describe('recorded transactions of each kind', () => {
     expect(movedChanges(tx)).toEqual([]);
   });
 
-  it('5JZDTA4H moves 1 unit of asset 705457144, whose creation WJWQV5CN set 0 decimals', () => {
+  test('5JZDTA4H moves 1 unit of asset 705457144, whose creation WJWQV5CN set 0 decimals', () => {
     const tx = fromIndexer(find('indexer-account-transactions-testnet.json', '5JZDTA4H'));
     const [debit, credit] = movedChanges(tx);
     expect(debit).toMatchObject({ asset: '705457144', amount: -1n });
@@ -124,13 +124,13 @@ describe('recorded transactions of each kind', () => {
     expect(formatAlgorandAmount(credit!.amount, 0)).toBe('1');
   });
 
-  it('the application call QY4K4IC2 with a 0-amount inner axfer (an opt-in by the app account) notifies nothing', () => {
+  test('the application call QY4K4IC2 with a 0-amount inner axfer (an opt-in by the app account) notifies nothing', () => {
     const tx = fromIndexer(find('indexer-account-transactions-testnet.json', 'QY4K4IC2'));
     expect(tx.inner).toHaveLength(1);
     expect(movedChanges(tx)).toEqual([]);
   });
 
-  it('the acfg WJWQV5CN and the 0 ALGO payments of the account notify nothing', () => {
+  test('the acfg WJWQV5CN and the 0 ALGO payments of the account notify nothing', () => {
     const file = 'indexer-account-transactions-testnet.json';
     const txs = (readIndexerJson(file).transactions as Json[]).map(fromIndexer);
     const quiet = txs.filter((tx) => tx.type === 'acfg' || (tx.type === 'pay' && tx.payment?.amount === 0n));
@@ -145,7 +145,7 @@ describe('CONSTRUCTED (no such transaction was recorded)', () => {
   const APP = '5VLJQQVCC2FARS5OKXWDPPYKJLJNEP7SKFHXD76DRN4WCV7SGI6W2IB5ME';
   const base = { senderRewards: 0n, receiverRewards: 0n, closeRewards: 0n, inner: [] };
 
-  it('an application call whose inner payment moves 2^53 + 1 µAlgo from the app account: exact, the outer id', () => {
+  test('an application call whose inner payment moves 2^53 + 1 µAlgo from the app account: exact, the outer id', () => {
     const big = 2n ** 53n + 1n;
     const tx: AlgorandTopTransaction = {
       ...base,
@@ -172,7 +172,7 @@ describe('CONSTRUCTED (no such transaction was recorded)', () => {
     expect(counterparty(changes, changes[0]!)).toBe(APP);
   });
 
-  it('a payment closing the account: the receiver gets the amount, close-to the remainder and close rewards', () => {
+  test('a payment closing the account: the receiver gets the amount, close-to the remainder and close rewards', () => {
     const tx: AlgorandTopTransaction = {
       ...base,
       id: 'CONSTRUCTED',

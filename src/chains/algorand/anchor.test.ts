@@ -6,7 +6,7 @@
  */
 import { createHash, createPublicKey, randomBytes, verify } from 'node:crypto';
 import algosdk from 'algosdk';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import {
   type AlgorandNode,
   assembleRun,
@@ -54,7 +54,7 @@ function splitSigned(blob: Buffer): { sig: Buffer; txnBytes: Buffer } {
 }
 
 describe('the Algorand anchor chain', () => {
-  it('signs a zero-amount self-payment whose note is "LHK1" + the root, checked byte for byte', async () => {
+  test('signs a zero-amount self-payment whose note is "LHK1" + the root, checked byte for byte', async () => {
     const anchor = chain();
     const merkleRoot = root();
     const tx = await anchor.sign(anchorPayload(merkleRoot));
@@ -103,14 +103,14 @@ describe('the Algorand anchor chain', () => {
     expect(anchor.finalDepth).toBe(1);
   });
 
-  it("its chain identity is the node's genesis hash, read once", async () => {
+  test("its chain identity is the node's genesis hash, read once", async () => {
     const anchor = chain();
     expect(await anchor.chainIdentity()).toBe(TESTNET.genesisHash);
     expect(await anchor.chainIdentity()).toBe(TESTNET.genesisHash);
     expect(node.requests.filter((r) => r.path === '/v2/transactions/params')).toHaveLength(1);
   });
 
-  it('refuses to sign once the node is on another network than the one it first reported', async () => {
+  test('refuses to sign once the node is on another network than the one it first reported', async () => {
     const anchor = chain();
     await anchor.chainIdentity();
     node.setGenesis({
@@ -120,7 +120,7 @@ describe('the Algorand anchor chain', () => {
     await expect(anchor.sign(anchorPayload(root()))).rejects.toThrow(UpstreamUnavailableError);
   });
 
-  it('sending a transaction the node already has, pending or committed, is not an error', async () => {
+  test('sending a transaction the node already has, pending or committed, is not an error', async () => {
     const anchor = chain();
     const tx = await anchor.sign(anchorPayload(root()));
     await anchor.broadcast(tx);
@@ -132,7 +132,7 @@ describe('the Algorand anchor chain', () => {
     expect([...node.pool.keys()]).toEqual([tx.txId]);
   });
 
-  it('is not included while pending; once committed, at its round with that round’s hash', async () => {
+  test('is not included while pending; once committed, at its round with that round’s hash', async () => {
     const anchor = chain();
     const tx = await anchor.sign(anchorPayload(root()));
     expect(await anchor.inclusion(tx.txId)).toBeUndefined(); // not sent yet: algod answers 404
@@ -147,7 +147,7 @@ describe('the Algorand anchor chain', () => {
     expect(await anchor.tip()).toBe(103);
   });
 
-  it('a transaction the pool dropped (pool-error) is not included', async () => {
+  test('a transaction the pool dropped (pool-error) is not included', async () => {
     const anchor = chain();
     const tx = await anchor.sign(anchorPayload(root()));
     await anchor.broadcast(tx);
@@ -155,7 +155,7 @@ describe('the Algorand anchor chain', () => {
     expect(await anchor.inclusion(tx.txId)).toBeUndefined();
   });
 
-  it('may be replaced only once its last valid round has passed, and then by a fresh window', async () => {
+  test('may be replaced only once its last valid round has passed, and then by a fresh window', async () => {
     const anchor = chain({ validityRounds: 10 });
     const payload = anchorPayload(root());
     const tx = await anchor.sign(payload);
@@ -174,7 +174,7 @@ describe('the Algorand anchor chain', () => {
     expect(replacement.txId).not.toBe(tx.txId);
   });
 
-  it("a transaction the node refuses for another reason throws with algod's message", async () => {
+  test("a transaction the node refuses for another reason throws with algod's message", async () => {
     const anchor = chain({ validityRounds: 10 });
     const tx = await anchor.sign(anchorPayload(root()));
     node.setRounds(assembleRun(200, 1));
@@ -185,7 +185,7 @@ describe('the Algorand anchor chain', () => {
     );
   });
 
-  it('a node answering 5xx or dropping the connection is UpstreamUnavailableError, for every call', async () => {
+  test('a node answering 5xx or dropping the connection is UpstreamUnavailableError, for every call', async () => {
     const anchor = chain();
     const tx = await anchor.sign(anchorPayload(root()));
     const calls: [string, () => Promise<unknown>][] = [
@@ -206,7 +206,7 @@ describe('the Algorand anchor chain', () => {
     expect(await anchor.tip()).toBe(102);
   });
 
-  it('sends X-Algo-API-Token when a token is given', async () => {
+  test('sends X-Algo-API-Token when a token is given', async () => {
     const anchor = chain({ algodToken: 'a-token' });
     const tx = await anchor.sign(anchorPayload(root()));
     await anchor.broadcast(tx);
@@ -216,7 +216,7 @@ describe('the Algorand anchor chain', () => {
     for (const request of node.requests) expect(request.headers['x-algo-api-token']).toBe('a-token');
   });
 
-  it('takes the key as a mnemonic or a base64 secret key, and refuses validity windows algod would', () => {
+  test('takes the key as a mnemonic or a base64 secret key, and refuses validity windows algod would', () => {
     const base64Key = Buffer.from(account.sk).toString('base64');
     const address = account.addr.toString();
     expect(algorandAnchorChain({ algodUrl: node.url, key: base64Key }).address).toBe(address);
@@ -226,7 +226,7 @@ describe('the Algorand anchor chain', () => {
     expect(() => chain({ validityRounds: 1001 })).toThrow(RangeError);
   });
 
-  it('a bad key throws an error naming LEDGERHOOK_ANCHOR_KEY that does not contain the key', () => {
+  test('a bad key throws an error naming LEDGERHOOK_ANCHOR_KEY that does not contain the key', () => {
     const words = mnemonic.split(' ');
     // Another valid word in place of the first: the checksum no longer matches.
     const otherWord = algosdk.secretKeyToMnemonic(algosdk.generateAccount().sk).split(' ')[0]!;

@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, test } from 'vitest';
 import {
   type FixtureNode,
   type FixtureRoutes,
@@ -60,11 +60,11 @@ async function setup(indexerRoutes: FixtureRoutes, algodRoutes: FixtureRoutes = 
 }
 
 describe('isAlgorandTxId', () => {
-  it('accepts real transaction ids', () => {
+  test('accepts real transaction ids', () => {
     for (const id of [PAY, AXFER, APPL, ACFG_MSIG]) expect(isAlgorandTxId(id)).toBe(true);
   });
 
-  it('refuses anything else', () => {
+  test('refuses anything else', () => {
     expect(isAlgorandTxId(PAY.toLowerCase())).toBe(false);
     expect(isAlgorandTxId(PAY.slice(0, 51))).toBe(false);
     expect(isAlgorandTxId(`${PAY}A`)).toBe(false);
@@ -77,7 +77,7 @@ describe('isAlgorandTxId', () => {
 });
 
 describe('Algorand lookup: confirmed transactions from the indexer', () => {
-  it('maps the payment (DERIVED fixture) field by field', async () => {
+  test('maps the payment (DERIVED fixture) field by field', async () => {
     const { indexer, algod, lookup } = await setup({
       [INDEXER_PATH(PAY)]: { file: `${DIR}/indexer-transaction-pay-testnet.json` },
     });
@@ -109,7 +109,7 @@ describe('Algorand lookup: confirmed transactions from the indexer', () => {
     expect(algod.requests).toHaveLength(0);
   });
 
-  it('maps the asset-transfer clawback (recorded lookup response) field by field', async () => {
+  test('maps the asset-transfer clawback (recorded lookup response) field by field', async () => {
     const { lookup } = await setup({
       [INDEXER_PATH(AXFER)]: { file: `${DIR}/indexer-transaction-axfer-testnet.json` },
     });
@@ -141,7 +141,7 @@ describe('Algorand lookup: confirmed transactions from the indexer', () => {
     );
   });
 
-  it('maps the application call (DERIVED fixture) field by field', async () => {
+  test('maps the application call (DERIVED fixture) field by field', async () => {
     const { lookup } = await setup({
       [INDEXER_PATH(APPL)]: { file: `${DIR}/indexer-transaction-appl-testnet.json` },
     });
@@ -168,7 +168,7 @@ describe('Algorand lookup: confirmed transactions from the indexer', () => {
     });
   });
 
-  it('passes a multisig through as its object, and maps an old mainnet record without genesis-hash (DERIVED fixture)', async () => {
+  test('passes a multisig through as its object, and maps an old mainnet record without genesis-hash (DERIVED fixture)', async () => {
     const { lookup } = await setup({
       [INDEXER_PATH(ACFG_MSIG)]: { file: `${DIR}/indexer-transaction-acfg-multisig-mainnet.json` },
     });
@@ -215,7 +215,7 @@ describe('Algorand lookup: confirmed transactions from the indexer', () => {
     expect(signature).toStrictEqual(recorded.transaction.signature.multisig);
   });
 
-  it('passes a logicsig through as its object (CONSTRUCTED fixture)', async () => {
+  test('passes a logicsig through as its object (CONSTRUCTED fixture)', async () => {
     const { lookup } = await setup({
       [INDEXER_PATH(PAY)]: { file: `${DIR}/indexer-transaction-logicsig-constructed.json` },
     });
@@ -224,7 +224,7 @@ describe('Algorand lookup: confirmed transactions from the indexer', () => {
     expect(result!.view.sender).toBe(PAY_SENDER);
   });
 
-  it('keeps integers beyond 2^53 exact (CONSTRUCTED fixture)', async () => {
+  test('keeps integers beyond 2^53 exact (CONSTRUCTED fixture)', async () => {
     const { lookup } = await setup({
       [INDEXER_PATH(PAY)]: { file: `${DIR}/indexer-transaction-bigfee-constructed.json` },
     });
@@ -235,7 +235,7 @@ describe('Algorand lookup: confirmed transactions from the indexer', () => {
     expect(result!.view.confirmedRound).toBe(42225822n);
   });
 
-  it('joins base URLs that carry a path and a trailing slash', async () => {
+  test('joins base URLs that carry a path and a trailing slash', async () => {
     const indexer = await startFixtureNode({
       [`GET /idx/v2/transactions/${PAY}`]: { file: `${DIR}/indexer-transaction-pay-testnet.json` },
     });
@@ -249,7 +249,7 @@ describe('Algorand lookup: confirmed transactions from the indexer', () => {
 });
 
 describe('Algorand lookup: pending transactions from algod', () => {
-  it('answers a transaction still in the pool from the pending endpoint (CONSTRUCTED response)', async () => {
+  test('answers a transaction still in the pool from the pending endpoint (CONSTRUCTED response)', async () => {
     const { indexer, algod, lookup } = await setup(
       { [INDEXER_PATH(PAY)]: INDEXER_404(PAY) },
       { [PENDING_PATH(PAY)]: { file: `${DIR}/algod-pending-transaction-pay-testnet-constructed.json` } },
@@ -281,7 +281,7 @@ describe('Algorand lookup: pending transactions from algod', () => {
     ]);
   });
 
-  it('maps a note, and a fee that msgpack omitted (0, e.g. paid by the group) (CONSTRUCTED variant)', async () => {
+  test('maps a note, and a fee that msgpack omitted (0, e.g. paid by the group) (CONSTRUCTED variant)', async () => {
     const body = pendingPay();
     body.txn.txn.note = 'aGVsbG8=';
     delete body.txn.txn.fee;
@@ -294,7 +294,7 @@ describe('Algorand lookup: pending transactions from algod', () => {
     expect(view.note).toBe('aGVsbG8=');
   });
 
-  it('reports the round of a transaction algod has committed but the indexer has not ingested, not final (CONSTRUCTED variant)', async () => {
+  test('reports the round of a transaction algod has committed but the indexer has not ingested, not final (CONSTRUCTED variant)', async () => {
     const body = pendingPay();
     body['confirmed-round'] = 42225822;
     const { lookup } = await setup(
@@ -308,7 +308,7 @@ describe('Algorand lookup: pending transactions from algod', () => {
     expect(result!.view.intraRoundOffset).toBeNull();
   });
 
-  it('treats a transaction evicted from the pool (pool-error) as unknown (CONSTRUCTED variant)', async () => {
+  test('treats a transaction evicted from the pool (pool-error) as unknown (CONSTRUCTED variant)', async () => {
     const body = pendingPay();
     body['pool-error'] = 'TransactionPool.Remember: transaction already in ledger';
     const { lookup } = await setup(
@@ -318,7 +318,7 @@ describe('Algorand lookup: pending transactions from algod', () => {
     expect(await lookup(PAY)).toBeUndefined();
   });
 
-  it("maps algod's multisig and logicsig short keys to the indexer's spelling (CONSTRUCTED variants)", async () => {
+  test("maps algod's multisig and logicsig short keys to the indexer's spelling (CONSTRUCTED variants)", async () => {
     const msigBody = pendingPay();
     delete msigBody.txn.sig;
     msigBody.txn.msig = { subsig: [{ pk: 'cGsx', s: 'c2ln' }, { pk: 'cGsy' }], thr: 1, v: 1 };
@@ -342,7 +342,7 @@ describe('Algorand lookup: pending transactions from algod', () => {
 });
 
 describe('Algorand lookup: unknown ids and failing nodes', () => {
-  it('resolves undefined when neither the indexer nor algod knows the id', async () => {
+  test('resolves undefined when neither the indexer nor algod knows the id', async () => {
     const { indexer, algod, lookup } = await setup(
       { [INDEXER_PATH(UNKNOWN)]: INDEXER_404(UNKNOWN) },
       { [PENDING_PATH(UNKNOWN)]: ALGOD_404 },
@@ -352,7 +352,7 @@ describe('Algorand lookup: unknown ids and failing nodes', () => {
     expect(algod.requests).toHaveLength(1);
   });
 
-  it('resolves undefined for a malformed id without asking any node', async () => {
+  test('resolves undefined for a malformed id without asking any node', async () => {
     const { indexer, algod, lookup } = await setup({});
     for (const id of ['../status', PAY.toLowerCase(), `${PAY}?x=1`, '']) {
       expect(await lookup(id)).toBeUndefined();
@@ -361,7 +361,7 @@ describe('Algorand lookup: unknown ids and failing nodes', () => {
     expect(algod.requests).toHaveLength(0);
   });
 
-  it('throws UpstreamUnavailableError when the indexer answers 500, without asking algod', async () => {
+  test('throws UpstreamUnavailableError when the indexer answers 500, without asking algod', async () => {
     const { algod, lookup } = await setup(
       { [INDEXER_PATH(PAY)]: { status: 500, json: { message: 'database unavailable' } } },
       { [PENDING_PATH(PAY)]: { file: `${DIR}/algod-pending-transaction-pay-testnet-constructed.json` } },
@@ -371,7 +371,7 @@ describe('Algorand lookup: unknown ids and failing nodes', () => {
     expect(algod.requests).toHaveLength(0);
   });
 
-  it('throws UpstreamUnavailableError when algod answers 500 after an indexer 404', async () => {
+  test('throws UpstreamUnavailableError when algod answers 500 after an indexer 404', async () => {
     const { lookup } = await setup(
       { [INDEXER_PATH(PAY)]: INDEXER_404(PAY) },
       { [PENDING_PATH(PAY)]: { status: 503, body: 'overloaded' } },
@@ -379,7 +379,7 @@ describe('Algorand lookup: unknown ids and failing nodes', () => {
     await expect(lookup(PAY)).rejects.toBeInstanceOf(UpstreamUnavailableError);
   });
 
-  it('throws UpstreamUnavailableError when the indexer does not answer within timeoutMs', async () => {
+  test('throws UpstreamUnavailableError when the indexer does not answer within timeoutMs', async () => {
     const { algod, lookup } = await setup({ [INDEXER_PATH(PAY)]: { hang: true } }, {}, 300);
     const started = Date.now();
     const error = await lookup(PAY).catch((err: unknown) => err);
@@ -389,7 +389,7 @@ describe('Algorand lookup: unknown ids and failing nodes', () => {
     expect(algod.requests).toHaveLength(0);
   });
 
-  it('throws UpstreamUnavailableError when an answer is slower than timeoutMs', async () => {
+  test('throws UpstreamUnavailableError when an answer is slower than timeoutMs', async () => {
     const { lookup } = await setup(
       { [INDEXER_PATH(PAY)]: { delayMs: 1_000, file: `${DIR}/indexer-transaction-pay-testnet.json` } },
       {},
@@ -398,7 +398,7 @@ describe('Algorand lookup: unknown ids and failing nodes', () => {
     await expect(lookup(PAY)).rejects.toBeInstanceOf(UpstreamUnavailableError);
   });
 
-  it('throws UpstreamUnavailableError when the indexer cannot be reached', async () => {
+  test('throws UpstreamUnavailableError when the indexer cannot be reached', async () => {
     const { indexer, algod } = await setup({});
     const deadUrl = indexer.url;
     await indexer.close();
@@ -406,7 +406,7 @@ describe('Algorand lookup: unknown ids and failing nodes', () => {
     await expect(lookup(PAY)).rejects.toThrow(/could not be reached/);
   });
 
-  it('throws UpstreamUnavailableError on an answer that is not an indexer transaction', async () => {
+  test('throws UpstreamUnavailableError on an answer that is not an indexer transaction', async () => {
     const { lookup } = await setup({
       [INDEXER_PATH(PAY)]: { body: '<html>proxy error</html>', headers: { 'content-type': 'text/html' } },
       [INDEXER_PATH(AXFER)]: { file: `${DIR}/indexer-transaction-pay-testnet.json` }, // the wrong transaction

@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import algosdk from 'algosdk';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import {
   type AlgorandNode,
   assembleRound,
@@ -63,7 +63,7 @@ function independentPayments() {
 }
 
 describe(`round ${RECORDED_ROUND}`, () => {
-  it('both APIs give the same block: the recorded hash, previous hash and transaction ids', async () => {
+  test('both APIs give the same block: the recorded hash, previous hash and transaction ids', async () => {
     const fromAlgod = await algod.block(RECORDED_ROUND);
     const fromIndexer = await indexer.block(RECORDED_ROUND);
     expect(fromIndexer).toEqual(fromAlgod);
@@ -89,7 +89,7 @@ describe(`round ${RECORDED_ROUND}`, () => {
     ).toEqual(independentPayments());
   });
 
-  it('tip and hashAt agree across the APIs and with the recorded /hash answer', async () => {
+  test('tip and hashAt agree across the APIs and with the recorded /hash answer', async () => {
     for (const [, source] of sources()) {
       expect(await source.tip()).toEqual({ height: RECORDED_ROUND, hash: RECORDED_HASH });
       expect(await source.hashAt(RECORDED_ROUND)).toBe(RECORDED_HASH);
@@ -100,7 +100,7 @@ describe(`round ${RECORDED_ROUND}`, () => {
 });
 
 describe('assembled rounds', () => {
-  it('a run links by hash through both APIs', async () => {
+  test('a run links by hash through both APIs', async () => {
     const run = assembleRun(1000, 4);
     node.setRounds(run);
     for (const [, source] of sources()) {
@@ -114,7 +114,7 @@ describe('assembled rounds', () => {
     }
   });
 
-  it('a round whose previous hash does not link is served as is: the follower sees the mismatch', async () => {
+  test('a round whose previous hash does not link is served as is: the follower sees the mismatch', async () => {
     const [first] = assembleRun(2000, 1);
     const stray = assembleRound({ round: 2001, parentHash: 'A'.repeat(52) });
     node.setRounds([first!, stray]);
@@ -123,7 +123,7 @@ describe('assembled rounds', () => {
     expect(child!.parentHash).not.toBe(parent!.hash);
   });
 
-  it('real indexer transactions assembled into a round are read by the indexer source', async () => {
+  test('real indexer transactions assembled into a round are read by the indexer source', async () => {
     const clawback = readIndexerJson('indexer-transaction-axfer-testnet.json').transaction as Record<
       string,
       unknown
@@ -139,7 +139,7 @@ describe('assembled rounds', () => {
 });
 
 describe('the genesis check', () => {
-  it('a node on another genesis: every call throws, naming both', async () => {
+  test('a node on another genesis: every call throws, naming both', async () => {
     node.setGenesis(MAINNET);
     const misled = createAlgodSource({ url: node.url, timeoutMs: 2000, ...TESTNET });
     for (let i = 0; i < 2; i++) {
@@ -151,7 +151,7 @@ describe('the genesis check', () => {
     await expect(wrongIndexer.block(RECORDED_ROUND)).rejects.toThrow(/testnet-v1\.0.*mainnet-v1\.0/);
   });
 
-  it('a block from another genesis after the check passed throws too', async () => {
+  test('a block from another genesis after the check passed throws too', async () => {
     const source = createIndexerSource({ url: node.url, api: 'indexer', timeoutMs: 2000, ...TESTNET });
     await source.tip();
     node.setRounds([
@@ -163,7 +163,7 @@ describe('the genesis check', () => {
 });
 
 describe('failures throw, never a partial block', () => {
-  it('a 5xx, then the node unreachable', async () => {
+  test('a 5xx, then the node unreachable', async () => {
     for (const [, source] of sources()) {
       node.failNext(1, 503);
       await expect(source.block(RECORDED_ROUND)).rejects.toThrow(UpstreamUnavailableError);
@@ -178,7 +178,7 @@ describe('failures throw, never a partial block', () => {
     expect(await algod.tip()).toEqual({ height: RECORDED_ROUND, hash: RECORDED_HASH });
   });
 
-  it('a garbled msgpack block', async () => {
+  test('a garbled msgpack block', async () => {
     const bytes = recordedAlgodBlock().slice(0, 2000);
     node.setRounds([{ algod: bytes, indexer: recordedIndexerBlock() }]);
     await expect(algod.block(RECORDED_ROUND)).rejects.toThrow(/msgpack/);
@@ -186,7 +186,7 @@ describe('failures throw, never a partial block', () => {
 });
 
 describe('waitForBlockAfter', () => {
-  it('answers as soon as a later round is added, and at once when one exists', async () => {
+  test('answers as soon as a later round is added, and at once when one exists', async () => {
     const run = assembleRun(5000, 2);
     node.setRounds([run[0]!]);
     node.setWaitTimeout(5000);
@@ -202,7 +202,7 @@ describe('waitForBlockAfter', () => {
     expect(indexer.waitForBlockAfter).toBeUndefined();
   });
 
-  it('an aborted wait rejects', async () => {
+  test('an aborted wait rejects', async () => {
     node.setWaitTimeout(5000);
     const controller = new AbortController();
     const waiting = algod.waitForBlockAfter!(RECORDED_ROUND, controller.signal);
@@ -212,14 +212,14 @@ describe('waitForBlockAfter', () => {
 });
 
 describe('API tokens and ASA decimals', () => {
-  it('a token in the URL is sent as X-Algo-API-Token and not in the URL', async () => {
+  test('a token in the URL is sent as X-Algo-API-Token and not in the URL', async () => {
     const withToken = createAlgodSource({ url: node.url.replace('http://', 'http://:s3cret@') });
     await withToken.tip();
     expect(node.requests.at(-1)!.headers['x-algo-api-token']).toBe('s3cret');
     expect(node.requests.at(-1)!.headers.authorization).toBeUndefined();
   });
 
-  it('decimals are read once per asset, from algod or the indexer', async () => {
+  test('decimals are read once per asset, from algod or the indexer', async () => {
     node.setAsset('705457144', { creator: 'X', decimals: 0n, total: 1n });
     node.setAsset('163650', { creator: 'Y', decimals: 6n, total: 1n });
     for (const api of ['algod', 'indexer'] as const) {

@@ -5,7 +5,7 @@
  */
 
 import { address as btcAddress, networks, payments } from 'bitcoinjs-lib';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { addressesOf, addressOfScript, type BitcoinTransaction, formatBtc, netChange } from './activity.js';
 import { bitcoinParams } from './params.js';
 
@@ -17,7 +17,7 @@ const HASH32 = '1863143c14c5166804bd19203356da136c985678cd4d27a1b8c6329604903262
 const TAPROOT = '512079be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798';
 
 describe('addressOfScript', () => {
-  it('decodes every standard output type on mainnet', () => {
+  test('decodes every standard output type on mainnet', () => {
     const net = networks.bitcoin;
     // BIP173's P2WPKH and P2WSH examples, and the P2PKH/P2SH of the same hash160.
     expect(addressOfScript(script(`0014${HASH20}`), net)).toBe('bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4');
@@ -35,7 +35,7 @@ describe('addressOfScript', () => {
     );
   });
 
-  it('uses the network prefixes of testnet and regtest', () => {
+  test('uses the network prefixes of testnet and regtest', () => {
     const p2wpkh = script(`0014${HASH20}`);
     expect(addressOfScript(p2wpkh, bitcoinParams('testnet'))).toBe(
       'tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx',
@@ -50,7 +50,7 @@ describe('addressOfScript', () => {
     );
   });
 
-  it('names no address for P2PK, bare multisig, OP_RETURN and non-standard scripts', () => {
+  test('names no address for P2PK, bare multisig, OP_RETURN and non-standard scripts', () => {
     const pubkey =
       '0411db93e1dcdb8a016b49840f8c53bc1eb68a382e97b1482ecad7b148a6909a5cb2e0eaddfb84ccf9744464f82e160bfa9b8b64f9d4c03f999b8643f656b412a3';
     expect(addressOfScript(script(`41${pubkey}ac`), networks.bitcoin)).toBeNull(); // block 9's coinbase output
@@ -81,7 +81,7 @@ function tx(
 }
 
 describe('netChange and addressesOf', () => {
-  it('nets a payment with change back to the payer, and names the single payee', () => {
+  test('nets a payment with change back to the payer, and names the single payee', () => {
     // A spends 1.5 BTC, pays B 1 BTC and itself 0.4999 back: A −1.0001 (fee included), B +1.
     const payment = tx(
       [[A, 150_000_000n]],
@@ -95,7 +95,7 @@ describe('netChange and addressesOf', () => {
     expect(addressesOf(payment)).toEqual([A, B]);
   });
 
-  it('names no counterparty when the other side has two addresses', () => {
+  test('names no counterparty when the other side has two addresses', () => {
     const split = tx(
       [[A, 3n * BTC]],
       [
@@ -117,7 +117,7 @@ describe('netChange and addressesOf', () => {
     expect(netChange(joint, B)).toEqual({ amount: 2n * BTC - 1000n });
   });
 
-  it('sums several inputs and outputs of one address', () => {
+  test('sums several inputs and outputs of one address', () => {
     const consolidation = tx(
       [
         [A, 10n],
@@ -133,7 +133,7 @@ describe('netChange and addressesOf', () => {
     expect(netChange(consolidation, B)).toEqual({ amount: -30n, counterAddress: A });
   });
 
-  it('credits coinbase outputs with no counterparty, and nets nothing for an untouched address', () => {
+  test('credits coinbase outputs with no counterparty, and nets nothing for an untouched address', () => {
     const coinbase = tx(
       [],
       [
@@ -147,7 +147,7 @@ describe('netChange and addressesOf', () => {
     expect(addressesOf(coinbase)).toEqual([A]);
   });
 
-  it('lists no address for a transaction between scripts without addresses', () => {
+  test('lists no address for a transaction between scripts without addresses', () => {
     // Block 170's f4184fc5: pay-to-pubkey in, pay-to-pubkey out (10 + 40 BTC).
     expect(
       addressesOf(
@@ -164,7 +164,7 @@ describe('netChange and addressesOf', () => {
 });
 
 describe('formatBtc', () => {
-  it('writes satoshi as signed BTC without trailing zeros', () => {
+  test('writes satoshi as signed BTC without trailing zeros', () => {
     expect(formatBtc(-50_000_000n)).toBe('-0.5');
     expect(formatBtc(50n * BTC)).toBe('50');
     expect(formatBtc(1n)).toBe('0.00000001');

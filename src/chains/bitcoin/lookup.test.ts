@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import { Transaction } from 'bitcoinjs-lib';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, test } from 'vitest';
 import {
   type FixtureNode,
   type FixtureRequest,
@@ -114,7 +114,7 @@ afterEach(async () => {
 });
 
 describe('the fixtures', () => {
-  it('carry their own txids: each hex recomputes to its txid', () => {
+  test('carry their own txids: each hex recomputes to its txid', () => {
     for (const name of [
       'getrawtransaction-f4184fc5-verbose.json',
       'constructed/getrawtransaction-0437cd7f-verbose.json',
@@ -128,12 +128,12 @@ describe('the fixtures', () => {
 });
 
 describe('isBitcoinTxId', () => {
-  it('accepts 64 hex characters, either case', () => {
+  test('accepts 64 hex characters, either case', () => {
     expect(isBitcoinTxId(HAL)).toBe(true);
     expect(isBitcoinTxId(HAL.toUpperCase())).toBe(true);
   });
 
-  it.each([
+  test.each([
     ['empty', ''],
     ['63 characters', HAL.slice(1)],
     ['65 characters', `${HAL}0`],
@@ -151,7 +151,7 @@ describe('isBitcoinTxId', () => {
 });
 
 describe('btcToSatoshi', () => {
-  it.each([
+  test.each([
     ['50.00000000', 5_000_000_000n],
     ['0.00442557', 442_557n],
     ['0.00000001', 1n],
@@ -163,7 +163,7 @@ describe('btcToSatoshi', () => {
     expect(btcToSatoshi(btc)).toBe(sat);
   });
 
-  it.each([
+  test.each([
     ['more than 8 decimals', '0.000000001'],
     ['an exponent', '1e-8'],
     ['a negative amount', '-1.0'],
@@ -177,23 +177,23 @@ describe('btcToSatoshi', () => {
 
 describe('opReturnPayload', () => {
   const hex = (text: string) => Buffer.from(text).toString('hex');
-  it('is the pushed data, base64', () => {
+  test('is the pushed data, base64', () => {
     expect(opReturnPayload(`6a05${hex('hello')}`)).toBe(Buffer.from('hello').toString('base64'));
   });
 
-  it('concatenates several pushes, small-number opcodes standing for their byte', () => {
+  test('concatenates several pushes, small-number opcodes standing for their byte', () => {
     // OP_RETURN PUSH2 "ab" OP_1 OP_16 OP_1NEGATE PUSH1 0x00 OP_0 → 61 62 01 10 81 00
     expect(opReturnPayload(`6a02${hex('ab')}51604f010000`)).toBe(
       Buffer.from([0x61, 0x62, 0x01, 0x10, 0x81, 0x00]).toString('base64'),
     );
   });
 
-  it('reads OP_PUSHDATA1 (80 bytes, the standard maximum)', () => {
+  test('reads OP_PUSHDATA1 (80 bytes, the standard maximum)', () => {
     const data = Buffer.alloc(80, 0xab);
     expect(opReturnPayload(`6a4c50${data.toString('hex')}`)).toBe(data.toString('base64'));
   });
 
-  it('is undefined for a bare OP_RETURN, a truncated push, or another script', () => {
+  test('is undefined for a bare OP_RETURN, a truncated push, or another script', () => {
     expect(opReturnPayload('6a')).toBeUndefined();
     expect(opReturnPayload('6a05aabb')).toBeUndefined();
     expect(opReturnPayload('001465c96c830168b8f0b584294d3b9716bb8584c2d8')).toBeUndefined();
@@ -262,7 +262,7 @@ const rpcCalls = (requests: FixtureRequest[]) =>
   requests.flatMap((r) => (r.json as RpcRequest[]).map((c) => `${c.method} ${JSON.stringify(c.params)}`));
 
 describe('createBitcoindLookup', () => {
-  it('maps block 170’s Satoshi → Hal transaction field by field', async () => {
+  test('maps block 170’s Satoshi → Hal transaction field by field', async () => {
     node = await startBitcoind();
     const lookup = createBitcoindLookup({ url: node.url });
     // confirmations 658741 ≥ 6: final.
@@ -279,7 +279,7 @@ describe('createBitcoindLookup', () => {
     for (const r of node.requests) expect(Array.isArray(r.json)).toBe(true);
   });
 
-  it('maps the coinbase of block 170', async () => {
+  test('maps the coinbase of block 170', async () => {
     node = await startBitcoind();
     const lookup = createBitcoindLookup({ url: node.url });
     // Constructed from the recorded block: confirmations 627543 → final.
@@ -290,14 +290,14 @@ describe('createBitcoindLookup', () => {
     ]);
   });
 
-  it('reads the OP_RETURN payload, a decimal fee and a segwit sender of an unconfirmed transaction', async () => {
+  test('reads the OP_RETURN payload, a decimal fee and a segwit sender of an unconfirmed transaction', async () => {
     node = await startBitcoind();
     const lookup = createBitcoindLookup({ url: node.url });
     expect(await lookup(OP_RETURN_TX)).toStrictEqual({ view: OP_RETURN_VIEW, final: false });
     expect(rpcCalls(node.requests).filter((c) => c.startsWith('getblock '))).toEqual([]);
   });
 
-  it('is final from the 6th confirmation on', async () => {
+  test('is final from the 6th confirmation on', async () => {
     const recorded = read('getrawtransaction-f4184fc5-verbose.json');
     for (const [confirmations, final] of [
       [5, false],
@@ -315,12 +315,12 @@ describe('createBitcoindLookup', () => {
     }
   });
 
-  it('looks an upper-case id up in lower case', async () => {
+  test('looks an upper-case id up in lower case', async () => {
     node = await startBitcoind();
     expect((await createBitcoindLookup({ url: node.url })(HAL.toUpperCase()))?.view).toStrictEqual(HAL_VIEW);
   });
 
-  it('leaves height and index null, and the view not final, when the block is gone (reorganisation)', async () => {
+  test('leaves height and index null, and the view not final, when the block is gone (reorganisation)', async () => {
     const answers = bitcoindAnswers();
     answers.delete(`getblock ${JSON.stringify([BLOCK_170, 1])}`);
     node = await startBitcoind(answers);
@@ -330,7 +330,7 @@ describe('createBitcoindLookup', () => {
     });
   });
 
-  it('leaves fee and sender null, and the view not final, when a spent transaction is unknown', async () => {
+  test('leaves fee and sender null, and the view not final, when a spent transaction is unknown', async () => {
     const answers = bitcoindAnswers();
     answers.delete(`getrawtransaction ${JSON.stringify([ESPLORA_A, true])}`);
     node = await startBitcoind(answers);
@@ -340,12 +340,12 @@ describe('createBitcoindLookup', () => {
     });
   });
 
-  it('resolves undefined for an unknown transaction (error -5)', async () => {
+  test('resolves undefined for an unknown transaction (error -5)', async () => {
     node = await startBitcoind();
     expect(await createBitcoindLookup({ url: node.url })('00'.repeat(32))).toBeUndefined();
   });
 
-  it('reads the genesis hash once', async () => {
+  test('reads the genesis hash once', async () => {
     node = await startBitcoind();
     const lookup = createBitcoindLookup({ url: node.url });
     await lookup(HAL);
@@ -353,7 +353,7 @@ describe('createBitcoindLookup', () => {
     expect(rpcCalls(node.requests).filter((c) => c.startsWith('getblockhash'))).toHaveLength(1);
   });
 
-  it('sends the credentials of the URL, or of `auth`, as HTTP Basic', async () => {
+  test('sends the credentials of the URL, or of `auth`, as HTTP Basic', async () => {
     node = await startBitcoind();
     const url = new URL(node.url);
     url.username = 'rpc';
@@ -368,13 +368,13 @@ describe('createBitcoindLookup', () => {
     );
   });
 
-  it('refuses a malformed id before any request', async () => {
+  test('refuses a malformed id before any request', async () => {
     node = await startBitcoind();
     await expect(createBitcoindLookup({ url: node.url })('xyz')).rejects.toBeInstanceOf(ValidationError);
     expect(node.requests).toHaveLength(0);
   });
 
-  it.each([
+  test.each([
     ['answers 500', { status: 500, body: 'boom' }],
     ['refuses the credentials (401)', { status: 401, body: '' }],
     [
@@ -389,7 +389,7 @@ describe('createBitcoindLookup', () => {
     );
   });
 
-  it('is unavailable when the node does not answer in time', async () => {
+  test('is unavailable when the node does not answer in time', async () => {
     node = await startFixtureNode({ 'POST /': { hang: true } });
     const started = Date.now();
     await expect(createBitcoindLookup({ url: node.url, timeoutMs: 200 })(HAL)).rejects.toBeInstanceOf(
@@ -429,7 +429,7 @@ async function startEsplora(tipHeight = '175'): Promise<FixtureNode> {
 const esploraPaths = (requests: FixtureRequest[]) => requests.map((r) => r.path);
 
 describe('createEsploraLookup', () => {
-  it('maps the first recorded transaction field by field', async () => {
+  test('maps the first recorded transaction field by field', async () => {
     node = await startEsplora();
     expect(await createEsploraLookup({ url: node.url })(ESPLORA_A)).toStrictEqual({
       view: {
@@ -452,7 +452,7 @@ describe('createEsploraLookup', () => {
     });
   });
 
-  it('maps the second recorded transaction field by field', async () => {
+  test('maps the second recorded transaction field by field', async () => {
     node = await startEsplora();
     expect(await createEsploraLookup({ url: node.url })(ESPLORA_B)).toStrictEqual({
       view: {
@@ -481,7 +481,7 @@ describe('createEsploraLookup', () => {
     );
   });
 
-  it('gives the same views as bitcoind for block 170 (Esplora shape constructed from the recorded block)', async () => {
+  test('gives the same views as bitcoind for block 170 (Esplora shape constructed from the recorded block)', async () => {
     node = await startEsplora();
     const lookup = createEsploraLookup({ url: node.url });
     // P2PK input: Esplora gives no scriptpubkey_address either, so the sender is null.
@@ -489,7 +489,7 @@ describe('createEsploraLookup', () => {
     expect(await lookup(COINBASE_170)).toStrictEqual({ view: COINBASE_VIEW, final: true });
   });
 
-  it('maps an unconfirmed transaction with an OP_RETURN output, asking nothing about blocks', async () => {
+  test('maps an unconfirmed transaction with an OP_RETURN output, asking nothing about blocks', async () => {
     node = await startEsplora();
     expect(await createEsploraLookup({ url: node.url })(OP_RETURN_TX)).toStrictEqual({
       view: OP_RETURN_VIEW,
@@ -498,20 +498,20 @@ describe('createEsploraLookup', () => {
     expect(esploraPaths(node.requests).sort()).toEqual([`/tx/${OP_RETURN_TX}`, '/block-height/0'].sort());
   });
 
-  it('is final from the 6th confirmation on (tip − height + 1)', async () => {
+  test('is final from the 6th confirmation on (tip − height + 1)', async () => {
     node = await startEsplora('174'); // 174 − 170 + 1 = 5
     expect((await createEsploraLookup({ url: node.url })(HAL))?.final).toBe(false);
     node.route('GET /blocks/tip/height', { body: '175' }); // 6
     expect((await createEsploraLookup({ url: node.url })(HAL))?.final).toBe(true);
   });
 
-  it('resolves undefined for an unknown transaction (404)', async () => {
+  test('resolves undefined for an unknown transaction (404)', async () => {
     node = await startEsplora();
     node.route(`GET /tx/${'00'.repeat(32)}`, { status: 404, body: 'Transaction not found' });
     expect(await createEsploraLookup({ url: node.url })('00'.repeat(32))).toBeUndefined();
   });
 
-  it('reads the genesis hash once, and again after a failed read', async () => {
+  test('reads the genesis hash once, and again after a failed read', async () => {
     node = await startEsplora();
     node.route('GET /block-height/0', { status: 503, body: 'busy' });
     const lookup = createEsploraLookup({ url: node.url });
@@ -522,13 +522,13 @@ describe('createEsploraLookup', () => {
     expect(esploraPaths(node.requests).filter((p) => p === '/block-height/0')).toHaveLength(2);
   });
 
-  it('refuses a malformed id before any request', async () => {
+  test('refuses a malformed id before any request', async () => {
     node = await startEsplora();
     await expect(createEsploraLookup({ url: node.url })(`0x${HAL}`)).rejects.toBeInstanceOf(ValidationError);
     expect(node.requests).toHaveLength(0);
   });
 
-  it('is unavailable when the node answers 500', async () => {
+  test('is unavailable when the node answers 500', async () => {
     node = await startEsplora();
     node.route(`GET /tx/${HAL}`, { status: 500, body: 'boom' });
     await expect(createEsploraLookup({ url: node.url })(HAL)).rejects.toBeInstanceOf(
@@ -536,7 +536,7 @@ describe('createEsploraLookup', () => {
     );
   });
 
-  it('is unavailable when the node does not answer in time', async () => {
+  test('is unavailable when the node does not answer in time', async () => {
     node = await startEsplora();
     node.route(`GET /tx/${HAL}`, { hang: true });
     await expect(createEsploraLookup({ url: node.url, timeoutMs: 200 })(HAL)).rejects.toBeInstanceOf(
@@ -544,7 +544,7 @@ describe('createEsploraLookup', () => {
     );
   });
 
-  it('is unavailable when the node cannot be reached', async () => {
+  test('is unavailable when the node cannot be reached', async () => {
     node = await startEsplora();
     const url = node.url;
     await node.close();
@@ -554,7 +554,7 @@ describe('createEsploraLookup', () => {
 });
 
 describe('createBitcoinLookup', () => {
-  it('speaks the configured API: Esplora by default, bitcoind on request', async () => {
+  test('speaks the configured API: Esplora by default, bitcoind on request', async () => {
     node = await startEsplora();
     expect((await createBitcoinLookup({ url: node.url })(HAL))?.view).toStrictEqual(HAL_VIEW);
     await node.close();

@@ -7,7 +7,7 @@
  */
 import fs from 'node:fs';
 import { Block, address as btcAddress, networks, Transaction } from 'bitcoinjs-lib';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { BTCD_MAIN, block702861, btcdBlock } from '../../../test/helpers/bitcoin-blocks.js';
 import { type BitcoinNode, startBitcoinNode } from '../../../test/helpers/bitcoin-node.js';
 import { fixturePath, startFixtureNode } from '../../../test/helpers/fixture-node.js';
@@ -108,7 +108,7 @@ function reads(): string[] {
 const calls = () => node.requests.flatMap((r) => (r.method === 'POST' ? r.rpc : [r.path]));
 
 describe.each(apis)('%s', (_name, api) => {
-  it('reads the pool whole on the first poll, and fetches nothing more while it stands still', async () => {
+  test('reads the pool whole on the first poll, and fetches nothing more while it stands still', async () => {
     node.setMempool([parent.toHex(), original.toHex(), pending.toHex()]);
     const pool = reader(api);
     const first = await pool.poll();
@@ -129,7 +129,7 @@ describe.each(apis)('%s', (_name, api) => {
     expect(reads()).toEqual([]);
   });
 
-  it('reads a new transaction once, and forgets the ones that left', async () => {
+  test('reads a new transaction once, and forgets the ones that left', async () => {
     node.setMempool([parent.toHex(), original.toHex()]);
     const pool = reader(api);
     await pool.poll();
@@ -157,7 +157,7 @@ describe.each(apis)('%s', (_name, api) => {
     expect(pool.tracked()).toBe(0);
   });
 
-  it('skips a transaction whose prevouts cannot be read, and reads it once they can', async () => {
+  test('skips a transaction whose prevouts cannot be read, and reads it once they can', async () => {
     // The parent spends a block the node does not hold: with 'omit' nobody can say what it spends.
     node.configure({ unheldPrevouts: 'omit' });
     node.setMempool([parent.toHex(), original.toHex()]);
@@ -171,7 +171,7 @@ describe.each(apis)('%s', (_name, api) => {
     expect(pool.tracked()).toBe(2);
   });
 
-  it('spreads a large pool over polls with maxNewPerPoll, in the node’s order', async () => {
+  test('spreads a large pool over polls with maxNewPerPoll, in the node’s order', async () => {
     // Block 702861's 2,499 transactions as a pool: the ones spending earlier ones of the block get
     // their real prevouts from the pool, the rest the node's stand-in.
     const txs = Block.fromBuffer(block702861()).transactions!.slice(1);
@@ -196,7 +196,7 @@ describe.each(apis)('%s', (_name, api) => {
     expect(entered.some((t) => t.inputs.some((i) => i.address !== null))).toBe(true);
   });
 
-  it('throws while the node fails, and the next poll reads what it missed', async () => {
+  test('throws while the node fails, and the next poll reads what it missed', async () => {
     node.setMempool([original.toHex(), parent.toHex()]);
     const pool = reader(api);
     node.failNext(1, 503);
@@ -211,7 +211,7 @@ describe.each(apis)('%s', (_name, api) => {
     expect((await pool.poll()).entered).toEqual([original, parent].map((t) => expected(t, known)));
   });
 
-  it('reads the whole pool anew after reset()', async () => {
+  test('reads the whole pool anew after reset()', async () => {
     node.setMempool([pending.toHex()]);
     const pool = reader(api);
     await pool.poll();
@@ -220,7 +220,7 @@ describe.each(apis)('%s', (_name, api) => {
     expect((await pool.poll()).entered).toEqual([expected(pending, known)]);
   });
 
-  it('skips a transaction mined or gone since the list, without error', async () => {
+  test('skips a transaction mined or gone since the list, without error', async () => {
     node.setMempool([pending.toHex(), parent.toHex()]);
     const pool = reader(api);
     // Between the list and the reads, block 3 mines 509866fa… and the parent leaves the pool.
@@ -241,7 +241,7 @@ describe.each(apis)('%s', (_name, api) => {
 });
 
 describe('bitcoind', () => {
-  it('answers an unchanged mempool_sequence with one call', async () => {
+  test('answers an unchanged mempool_sequence with one call', async () => {
     node.setMempool([pending.toHex(), parent.toHex(), original.toHex()]);
     const pool = reader('bitcoind');
     await pool.poll();
@@ -250,7 +250,7 @@ describe('bitcoind', () => {
     expect(calls()).toEqual(['getrawmempool']);
   });
 
-  it('trusts mempool_sequence: while it stands still the list is not even diffed', async () => {
+  test('trusts mempool_sequence: while it stands still the list is not even diffed', async () => {
     // A proxy that freezes mempool_sequence, which no real node does, shows the list is not read.
     let frozen = true;
     const proxy = await startFixtureNode({
@@ -278,7 +278,7 @@ describe('bitcoind', () => {
     }
   });
 
-  it('without txindex, reads a confirmed parent’s output with gettxout', async () => {
+  test('without txindex, reads a confirmed parent’s output with gettxout', async () => {
     node.configure({ txindex: false });
     node.setMempool([pending.toHex()]);
     const pool = reader('bitcoind');
@@ -286,7 +286,7 @@ describe('bitcoind', () => {
     expect(node.requests.flatMap((r) => r.rpc)).toEqual(['getrawmempool', 'getrawtransaction', 'gettxout']);
   });
 
-  it('reads a pool parent with getrawtransaction when its outputs are not cached', async () => {
+  test('reads a pool parent with getrawtransaction when its outputs are not cached', async () => {
     // The child first in the node's order, one a poll: its parent is listed but not read yet.
     node.setMempool([original.toHex(), parent.toHex()]);
     const pool = reader('bitcoind', { maxNewPerPoll: 1 });
@@ -298,7 +298,7 @@ describe('bitcoind', () => {
     ]);
   });
 
-  it('lists with one argument on a Core before 21, diffing the full list each poll', async () => {
+  test('lists with one argument on a Core before 21, diffing the full list each poll', async () => {
     node.configure({ mempoolSequence: false });
     node.setMempool([pending.toHex()]);
     const pool = reader('bitcoind');

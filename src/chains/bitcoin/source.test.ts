@@ -5,7 +5,7 @@
  * raw bytes, and with a few cases worked out by hand from the fixtures' README.
  */
 import { Block, address as btcAddress, type Network, networks } from 'bitcoinjs-lib';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import {
   BLOCK_702861_HASH,
   BTCD_MAIN,
@@ -124,7 +124,7 @@ describe('mainnet blocks 0–255', () => {
   const expected = independentActivity(raws, mainnet);
   beforeEach(() => node.setChain(raws));
 
-  it('both sources read every block as computed independently, and agree', async () => {
+  test('both sources read every block as computed independently, and agree', async () => {
     const fromEsplora = await readAll(esplora, 0, 255);
     const fromBitcoind = await readAll(bitcoind, 0, 255);
     expect(fromEsplora.map((b) => b.activity)).toEqual(expected);
@@ -142,7 +142,7 @@ describe('mainnet blocks 0–255', () => {
     expect(spends).toEqual([170, 181, 182, 183, 187, 221, 248]);
   });
 
-  it("block 170: Satoshi's 50 BTC output pays Hal Finney 10 and returns 40 (worked by hand)", async () => {
+  test("block 170: Satoshi's 50 BTC output pays Hal Finney 10 and returns 40 (worked by hand)", async () => {
     for (const [, source] of sources()) {
       const hal = txOf(await source.block(170), 'f4184fc5');
       // In: block 9's coinbase output, 50 BTC to pubkey 0411db93…; out: 10 BTC to Hal's key
@@ -161,7 +161,7 @@ describe('mainnet blocks 0–255', () => {
     }
   });
 
-  it('reads prevouts with getrawtransaction from a node without getblock verbosity 3', async () => {
+  test('reads prevouts with getrawtransaction from a node without getblock verbosity 3', async () => {
     node.configure({ verbosity3: false });
     const old = await readAll(bitcoind, 160, 255);
     expect(old.map((b) => b.activity)).toEqual(expected.slice(160, 256));
@@ -169,14 +169,14 @@ describe('mainnet blocks 0–255', () => {
     expect(fetched.length).toBeGreaterThanOrEqual(7); // one per spent transaction, 7 spends
   });
 
-  it('names txindex when an old node cannot find a spent transaction', async () => {
+  test('names txindex when an old node cannot find a spent transaction', async () => {
     node.configure({ verbosity3: false, txindex: false });
     await expect(bitcoind.block(170)).rejects.toThrow(/txindex=1/);
     // A block that spends nothing needs no getrawtransaction.
     expect((await bitcoind.block(169))?.activity).toEqual(expected[169]);
   });
 
-  it('says a block beyond the tip is not there', async () => {
+  test('says a block beyond the tip is not there', async () => {
     for (const [, source] of sources()) {
       expect(await source.tip()).toEqual({ height: 255, hash: Block.fromBuffer(raws[255]!).getId() });
       expect(await source.block(256)).toBeUndefined();
@@ -191,7 +191,7 @@ describe('mainnet blocks 0–255', () => {
 describe('the btcd chain and its reorganisation', () => {
   const hashOf = (name: Parameters<typeof btcdBlock>[0]) => Block.fromBuffer(btcdBlock(name)).getId();
 
-  it('block 2: 29c25cf0 spends a 50 BTC coinbase, paying 10 and 40 (worked by hand)', async () => {
+  test('block 2: 29c25cf0 spends a 50 BTC coinbase, paying 10 and 40 (worked by hand)', async () => {
     node.setChain(BTCD_MAIN.map(btcdBlock));
     for (const [, source] of sources()) {
       const blocks = await readAll(source, 0, 4);
@@ -218,7 +218,7 @@ describe('the btcd chain and its reorganisation', () => {
     }
   });
 
-  it('shows the side branch once the node switches to it: new hashes at 3 and 4, a block at 5', async () => {
+  test('shows the side branch once the node switches to it: new hashes at 3 and 4, a block at 5', async () => {
     node.setChain(BTCD_MAIN.map(btcdBlock));
     for (const [, source] of sources()) {
       expect(await source.tip()).toEqual({ height: 4, hash: hashOf('4') });
@@ -256,7 +256,7 @@ describe('mainnet block 702861', () => {
     node.configure({ unheldPrevouts: 'placeholder' });
   });
 
-  it('both sources read all 2,500 transactions, nets exact to the satoshi for every (tx, address)', async () => {
+  test('both sources read all 2,500 transactions, nets exact to the satoshi for every (tx, address)', async () => {
     const fromEsplora = await esplora.block(702861);
     const pages = node.requests.filter((r) => r.path.startsWith(`/block/${BLOCK_702861_HASH}/txs/`));
     expect(pages).toHaveLength(100); // 2,500 / 25
@@ -280,7 +280,7 @@ describe('mainnet block 702861', () => {
     expect(inBlock.length).toBeGreaterThan(0);
   });
 
-  it('refuses a block whose inputs come without their spent outputs', async () => {
+  test('refuses a block whose inputs come without their spent outputs', async () => {
     node.configure({ unheldPrevouts: 'omit' });
     await expect(esplora.block(702861)).rejects.toThrow(/without its prevout/);
   });
@@ -289,7 +289,7 @@ describe('mainnet block 702861', () => {
 describe('faults: a block is read whole or not at all', () => {
   beforeEach(() => node.setChain(BTCD_MAIN.map(btcdBlock)));
 
-  it('throws on a 5xx, then reads the block once the node answers again', async () => {
+  test('throws on a 5xx, then reads the block once the node answers again', async () => {
     for (const [, source] of sources()) {
       node.failNext(1, 500);
       await expect(source.block(3)).rejects.toBeInstanceOf(UpstreamUnavailableError);
@@ -299,13 +299,13 @@ describe('faults: a block is read whole or not at all', () => {
     }
   });
 
-  it('throws on a truncated page of /txs', async () => {
+  test('throws on a truncated page of /txs', async () => {
     node.truncateNextPage();
     await expect(esplora.block(3)).rejects.toThrow(/2 transactions .* not 3/);
     expect((await esplora.block(3))?.activity).toHaveLength(3);
   });
 
-  it('throws while the node is unreachable, and reads again once it is back', async () => {
+  test('throws while the node is unreachable, and reads again once it is back', async () => {
     await node.stop();
     try {
       for (const [, source] of sources()) {
@@ -319,7 +319,7 @@ describe('faults: a block is read whole or not at all', () => {
       expect((await source.block(2))?.hash).toBe(Block.fromBuffer(btcdBlock('2')).getId());
   });
 
-  it('sends the credentials in the URL as Basic auth', async () => {
+  test('sends the credentials in the URL as Basic auth', async () => {
     const url = new URL(node.url);
     url.username = 'rpcuser';
     url.password = 'p@ss';

@@ -14,7 +14,7 @@ import {
   size,
   stringToHex,
 } from 'viem';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { decodesWithinData, minimumEncodedBytes } from './abi-encoded-size.js';
 import type { Param } from './abi-types.js';
 
@@ -81,7 +81,7 @@ function randomValue(param: Param, next: () => number): unknown {
 }
 
 describe('minimumEncodedBytes', () => {
-  it.each([
+  test.each([
     'uint256',
     'string',
     'bytes',
@@ -99,14 +99,14 @@ describe('minimumEncodedBytes', () => {
     expect(minimumEncodedBytes([param])).toBe(size(encoded));
   });
 
-  it('counts what no encoder could build as a number, not an allocation', () => {
+  test('counts what no encoder could build as a number, not an allocation', () => {
     expect(minimumEncodedBytes([{ type: 'uint256[4294967295]' }])).toBe(32 * 4_294_967_295);
     expect(minimumEncodedBytes([{ type: `uint8[${'9'.repeat(400)}]` }])).toBe(Number.POSITIVE_INFINITY);
   });
 });
 
 describe('decodesWithinData', () => {
-  it('passes every encoding viem makes: 300 random types and values', () => {
+  test('passes every encoding viem makes: 300 random types and values', () => {
     const next = random(43);
     for (let i = 0; i < 300; i++) {
       const inputs = Array.from({ length: 1 + Math.floor(next() * 3) }, () => randomParam(next, 3));
@@ -116,7 +116,7 @@ describe('decodesWithinData', () => {
     }
   });
 
-  it('leaves indexed inputs out: they are topics, not data', () => {
+  test('leaves indexed inputs out: they are topics, not data', () => {
     const inputs: Param[] = [{ type: 'string', indexed: true }, { type: 'uint256' }];
     expect(decodesWithinData(inputs, word(7))).toBe(true);
   });
@@ -126,7 +126,7 @@ describe('decodesWithinData', () => {
     concat([stringToHex('z'.repeat(bytes)), `0x${'00'.repeat((32 - (bytes % 32)) % 32)}`]),
   ];
 
-  it('refuses strings that share one tail: 30 offsets to one 20,000-byte string', () => {
+  test('refuses strings that share one tail: 30 offsets to one 20,000-byte string', () => {
     const copies = 30;
     const data = concat([
       word(32),
@@ -140,7 +140,7 @@ describe('decodesWithinData', () => {
     expect(decodesWithinData([{ type: 'string[]' }], honest)).toBe(true);
   });
 
-  it('refuses arrays that share one tail: 100 inner arrays at one of 1,000 words', () => {
+  test('refuses arrays that share one tail: 100 inner arrays at one of 1,000 words', () => {
     const inner = [word(1000), ...Array.from({ length: 1000 }, (_, i) => word(i))];
     const data = concat([
       word(32),
@@ -151,7 +151,7 @@ describe('decodesWithinData', () => {
     expect(decodesWithinData([{ type: 'uint256[][]' }], data)).toBe(false);
   });
 
-  it('refuses a tuple member, two arguments or a fixed-size array pointing at one tail', () => {
+  test('refuses a tuple member, two arguments or a fixed-size array pointing at one tail', () => {
     const tail = longString(4_000);
     // Two string arguments, both at the one tail.
     expect(
@@ -166,14 +166,14 @@ describe('decodesWithinData', () => {
     ).toBe(false);
   });
 
-  it('refuses offsets and lengths past the data, and words too large for a position', () => {
+  test('refuses offsets and lengths past the data, and words too large for a position', () => {
     expect(decodesWithinData([{ type: 'string' }], concat([word(64)]))).toBe(false);
     expect(decodesWithinData([{ type: 'string' }], concat([word(32), word(1_000)]))).toBe(false);
     expect(decodesWithinData([{ type: 'uint8[]' }], concat([word(32), word(2n ** 200n)]))).toBe(false);
     expect(decodesWithinData([{ type: 'uint8[]' }], concat([word(32), word(5)]))).toBe(false);
   });
 
-  it('counts a claimed length of static elements at once: 2^40 words are refused without a walk', () => {
+  test('counts a claimed length of static elements at once: 2^40 words are refused without a walk', () => {
     expect(
       decodesWithinData(
         [{ type: 'uint256[]' }, { type: 'string' }],

@@ -15,7 +15,7 @@ import {
   type TransactionReceipt,
   zeroAddress,
 } from 'viem';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
   type AnvilClients,
   anvilClients,
@@ -105,7 +105,7 @@ afterAll(async () => {
 });
 
 describe('startAnvil', () => {
-  it('funds the ten well-known dev accounts with 10,000 ether each', async () => {
+  test('funds the ten well-known dev accounts with 10,000 ether each', async () => {
     expect(anvil.chainId).toBe(31337);
     expect(anvil.accounts).toHaveLength(10);
     expect(anvil.accounts[0]).toEqual({
@@ -123,7 +123,7 @@ describe('startAnvil', () => {
 });
 
 describe('fetchBlockActivity on a real chain', () => {
-  it('reports a native transfer with exact sender, recipient and value, and the block it is in', async () => {
+  test('reports a native transfer with exact sender, recipient and value, and the block it is in', async () => {
     const receipt = await mined(
       clients.publicClient,
       wallet(0).sendTransaction({ to: account(1), value: parseEther('1.5') }),
@@ -151,7 +151,7 @@ describe('fetchBlockActivity on a real chain', () => {
     expect(transactionFee(activity.payments[0]!.receipt)).toBe(receipt.gasUsed * receipt.effectiveGasPrice);
   });
 
-  it('reports ERC-20 mints and transfers in raw units, with the token contract', async () => {
+  test('reports ERC-20 mints and transfers in raw units, with the token contract', async () => {
     const mint = await call(0, 'TestToken', contracts.token, 'mint', [account(0), 5_000_000n]);
     expect((await activityOf(mint)).transfers).toEqual([
       expected(mint, {
@@ -177,7 +177,7 @@ describe('fetchBlockActivity on a real chain', () => {
     ]);
   });
 
-  it('reports ERC-721 transfers with the token id and a value of 1', async () => {
+  test('reports ERC-721 transfers with the token id and a value of 1', async () => {
     await call(0, 'TestNFT', contracts.nft, 'mint', [account(0), 42n]);
     const transfer = await call(0, 'TestNFT', contracts.nft, 'transferFrom', [account(0), account(3), 42n]);
     expect((await activityOf(transfer)).transfers).toEqual([
@@ -205,7 +205,7 @@ describe('fetchBlockActivity on a real chain', () => {
     ]);
   });
 
-  it('reports an ERC-1155 TransferSingle with its id and amount', async () => {
+  test('reports an ERC-1155 TransferSingle with its id and amount', async () => {
     await call(0, 'TestMulti', contracts.multi, 'mint', [account(0), 7n, 100n]);
     const transfer = await call(0, 'TestMulti', contracts.multi, 'safeTransferFrom', [
       account(0),
@@ -227,7 +227,7 @@ describe('fetchBlockActivity on a real chain', () => {
     ]);
   });
 
-  it('reports an ERC-1155 TransferBatch as one transfer per id, in batch order', async () => {
+  test('reports an ERC-1155 TransferBatch as one transfer per id, in batch order', async () => {
     await call(0, 'TestMulti', contracts.multi, 'mintBatch', [account(0), [1n, 2n, 3n], [10n, 20n, 30n]]);
     const batch = await call(0, 'TestMulti', contracts.multi, 'safeBatchTransferFrom', [
       account(0),
@@ -244,7 +244,7 @@ describe('fetchBlockActivity on a real chain', () => {
     ]);
   });
 
-  it('reports nothing for a reverted transaction, though it carried value and emitted a transfer before reverting', async () => {
+  test('reports nothing for a reverted transaction, though it carried value and emitted a transfer before reverting', async () => {
     await call(0, 'TestToken', contracts.token, 'mint', [account(5), 1_000n]);
     // A fixed gas limit: viem would otherwise estimate gas, see the revert and refuse to send.
     const reverted = await call(5, 'TestToken', contracts.token, 'transferThenRevert', [account(6), 10n], {
@@ -258,7 +258,7 @@ describe('fetchBlockActivity on a real chain', () => {
     expect(activity.transfers).toEqual([]);
   });
 
-  it('reports value sent with a contract creation to the created contract, and only top-level value', async () => {
+  test('reports value sent with a contract creation to the created contract, and only top-level value', async () => {
     const { receipt } = await deploy(clients.publicClient, wallet(0), 'Sink', { value: parseEther('2') });
     const sink = getAddress(receipt.contractAddress!);
     expect((await activityOf(receipt)).transfers).toEqual([
@@ -271,7 +271,7 @@ describe('fetchBlockActivity on a real chain', () => {
     ]);
   });
 
-  it('orders the transfers of a block with several transactions by transaction, native first, then by log', async () => {
+  test('orders the transfers of a block with several transactions by transaction, native first, then by log', async () => {
     const testClient = createTestClient({
       mode: 'anvil',
       chain: clients.chain,
@@ -390,7 +390,7 @@ describe('fetchBlockActivity on a real chain', () => {
     expect(block.transactions).toHaveLength(5);
   });
 
-  it('reads receipts one by one from a node without eth_getBlockReceipts, with identical results', async () => {
+  test('reads receipts one by one from a node without eth_getBlockReceipts, with identical results', async () => {
     proxy.intercept((request) =>
       request.method === 'eth_getBlockReceipts'
         ? {
@@ -417,12 +417,12 @@ describe('fetchBlockActivity on a real chain', () => {
     expect(proxy.methods.filter((m) => m === 'eth_getBlockByNumber')).toHaveLength(Number(latest) + 1);
   });
 
-  it('fails for a block the node does not have', async () => {
+  test('fails for a block the node does not have', async () => {
     const latest = await clients.publicClient.getBlockNumber();
     await expect(fetchBlockActivity(clients.publicClient, latest + 100n)).rejects.toThrow(BlockNotFoundError);
   });
 
-  it('fails, rather than falls back, when the node fails to answer eth_getBlockReceipts', async () => {
+  test('fails, rather than falls back, when the node fails to answer eth_getBlockReceipts', async () => {
     proxy.intercept((request) =>
       request.method === 'eth_getBlockReceipts' ? { httpStatus: 503 } : undefined,
     );
@@ -460,7 +460,7 @@ describe('transfer events whose data carries more than the standard words', () =
     return receipt;
   }
 
-  it('reads ERC-20 Transfer and TransferSingle as viem decodeEventLog does: the standard words, the rest ignored', async () => {
+  test('reads ERC-20 Transfer and TransferSingle as viem decodeEventLog does: the standard words, the rest ignored', async () => {
     const [from, to] = [account(1), account(2)];
     const erc20 = await emitted(
       [TRANSFER_TOPIC, topicOf(from), topicOf(to)],
@@ -498,7 +498,7 @@ describe('transfer events whose data carries more than the standard words', () =
     expect([decodedSingle.args.id, decodedSingle.args.value]).toEqual([7n, 30n]);
   });
 
-  it('reads ERC-721 Transfer and TransferBatch with trailing data the same way', async () => {
+  test('reads ERC-721 Transfer and TransferBatch with trailing data the same way', async () => {
     const [from, to] = [account(3), account(4)];
     const nft = await emitted([TRANSFER_TOPIC, topicOf(from), topicOf(to), word(42n)], concat(extra));
     const decodedNft = decodeEventLog({ abi: abis.erc721, ...nft.logs[0]! });
@@ -545,7 +545,7 @@ describe('transfer events whose data carries more than the standard words', () =
     expect(decodedBatch.args.ids).toEqual([5n, 6n]);
   });
 
-  it('drops a Transfer or TransferSingle shorter than the standard words, which viem refuses too', async () => {
+  test('drops a Transfer or TransferSingle shorter than the standard words, which viem refuses too', async () => {
     const [from, to] = [account(1), account(2)];
     const shortLogs = [
       [[TRANSFER_TOPIC, topicOf(from), topicOf(to)], '0x0badc0de', abis.erc20],
@@ -560,7 +560,7 @@ describe('transfer events whose data carries more than the standard words', () =
 });
 
 describe('token info', () => {
-  it('reads decimals and symbol once per token, shared by concurrent callers', async () => {
+  test('reads decimals and symbol once per token, shared by concurrent callers', async () => {
     proxy.intercept(() => undefined);
     proxy.methods.length = 0;
     const cache = createTokenInfoCache(
@@ -576,7 +576,7 @@ describe('token info', () => {
     expect(proxy.methods.filter((m) => m === 'eth_call')).toHaveLength(2);
   });
 
-  it('gives NFTs and contracts without decimals() null (unknown) decimals, and a null symbol to those without symbol()', async () => {
+  test('gives NFTs and contracts without decimals() null (unknown) decimals, and a null symbol to those without symbol()', async () => {
     const cache = createTokenInfoCache(clients.publicClient);
     expect(await cache.get(contracts.nft)).toEqual({ decimals: null, symbol: 'TNFT' });
     expect(await cache.get(contracts.multi)).toEqual({ decimals: null, symbol: null });
@@ -584,7 +584,7 @@ describe('token info', () => {
     expect(await cache.get(account(9))).toEqual({ decimals: null, symbol: null });
   });
 
-  it('answers null decimals when decimals() reverts, answers nothing, more than a uint8 or garbage', async () => {
+  test('answers null decimals when decimals() reverts, answers nothing, more than a uint8 or garbage', async () => {
     const cache = createTokenInfoCache(clients.publicClient);
     for (const mode of [0n, 1n, 2n, 3n]) {
       const { address } = await deploy(clients.publicClient, wallet(0), 'OddToken', { args: [mode] });
@@ -594,7 +594,7 @@ describe('token info', () => {
     expect(await cache.get(contracts.token)).toEqual({ decimals: 6, symbol: 'TST' });
   });
 
-  it('does not remember a failure of the node: the next call reads again', async () => {
+  test('does not remember a failure of the node: the next call reads again', async () => {
     const cache = createTokenInfoCache(
       createPublicClient({ chain: clients.chain, transport: http(proxy.url, { retryCount: 0 }) }),
     );
@@ -608,7 +608,7 @@ describe('token info', () => {
     expect(await cache.get(contracts.token)).toEqual({ decimals: 6, symbol: 'TST' });
   });
 
-  it('takes a revert without data, as geth words it, for a missing function', async () => {
+  test('takes a revert without data, as geth words it, for a missing function', async () => {
     const cache = createTokenInfoCache(
       createPublicClient({ chain: clients.chain, transport: http(proxy.url, { retryCount: 0 }) }),
     );
@@ -622,7 +622,7 @@ describe('token info', () => {
     }
   });
 
-  it('formats raw amounts exactly in display units', () => {
+  test('formats raw amounts exactly in display units', () => {
     expect(formatAmount(1_234_567n, 6)).toBe('1.234567');
     expect(formatAmount(-1_234_567n, 6)).toBe('-1.234567');
     expect(formatAmount(1_500_000n, 6)).toBe('1.5');
@@ -646,7 +646,7 @@ describe('extractTransfers', () => {
   const tokenAddress = `0x${'cc'.repeat(20)}` as Hex;
   const word = (n: bigint) => encodeAbiParameters([{ type: 'uint256' }], [n]);
 
-  it('skips malformed and unrelated logs, and logs of failed receipts', () => {
+  test('skips malformed and unrelated logs, and logs of failed receipts', () => {
     const h1 = `0x${'01'.repeat(32)}` as Hex;
     const h2 = `0x${'02'.repeat(32)}` as Hex;
     const receipts: ActivityReceipt[] = [
@@ -702,7 +702,7 @@ describe('extractTransfers', () => {
     expect(extractTransfers({ transactions: [tx(h1), tx(h2, 10n)] }, receipts)).toEqual([]);
   });
 
-  it('orders by transaction index and log index whatever the order given', () => {
+  test('orders by transaction index and log index whatever the order given', () => {
     const h1 = `0x${'01'.repeat(32)}` as Hex;
     const h2 = `0x${'02'.repeat(32)}` as Hex;
     const erc20 = (logIndex: number, value: bigint) => ({
@@ -746,7 +746,7 @@ describe('rpcLogs', () => {
     logs,
   });
 
-  it('lists the logs of successful and pre-Byzantium receipts in block order; a failed one has none', () => {
+  test('lists the logs of successful and pre-Byzantium receipts in block order; a failed one has none', () => {
     const logs = rpcLogs([
       receipt(2, undefined, [log(3, '0x03')]),
       receipt(1, '0x1', [log(1, '0x01'), log(2, '0x02')]),

@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { createPublicClient, createTestClient, http, parseEther, webSocket } from 'viem';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, test } from 'vitest';
 import { anvilChain, anvilClients, mined } from '../../../test/helpers/anvil.js';
 import { waitFor } from '../../../test/helpers/process.js';
 import { type Anvil, devAccounts, resolveAnvilBinary, startAnvil } from './anvil.js';
@@ -34,11 +34,11 @@ async function answers(url: string): Promise<boolean> {
 }
 
 describe('startAnvil', () => {
-  it('finds the binary of the platform package', () => {
+  test('finds the binary of the platform package', () => {
     expect(resolveAnvilBinary()).toMatch(/@foundry-rs\/anvil-linux-amd64\/bin\/anvil$/);
   });
 
-  it('derives the well-known dev keys from the test mnemonic', () => {
+  test('derives the well-known dev keys from the test mnemonic', () => {
     expect(devAccounts(3)).toEqual([
       {
         address: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
@@ -55,7 +55,7 @@ describe('startAnvil', () => {
     ]);
   });
 
-  it('runs two chains at once on ports of their own, and stops each for good', async () => {
+  test('runs two chains at once on ports of their own, and stops each for good', async () => {
     const [one, two] = await Promise.all([start(), start()]);
     expect(one.rpcUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(one.rpcUrl).not.toBe(two.rpcUrl);
@@ -66,7 +66,7 @@ describe('startAnvil', () => {
     await one.stop(); // again: nothing to do
   });
 
-  it('listens on the port asked for, with the chain id asked for', async () => {
+  test('listens on the port asked for, with the chain id asked for', async () => {
     const port = await freePort();
     const anvil = await start({ port, chainId: 1337 });
     expect(anvil.rpcUrl).toBe(`http://127.0.0.1:${port}`);
@@ -75,14 +75,14 @@ describe('startAnvil', () => {
     expect(await client.getChainId()).toBe(1337);
   });
 
-  it('says why when anvil cannot start', async () => {
+  test('says why when anvil cannot start', async () => {
     const first = await start();
     const port = Number(new URL(first.rpcUrl).port);
     await expect(startAnvil({ port })).rejects.toThrow(/exited before serving/);
     await expect(startAnvil({ noMining: true, blockTime: 1 })).rejects.toThrow(/cannot be combined/);
   });
 
-  it('mines only on demand with noMining', async () => {
+  test('mines only on demand with noMining', async () => {
     const anvil = await start({ noMining: true });
     const { chain, publicClient, wallets } = anvilClients(anvil);
     const hash = await wallets[0]!.sendTransaction({
@@ -94,7 +94,7 @@ describe('startAnvil', () => {
     expect((await mined(publicClient, hash)).blockNumber).toBe(1n);
   });
 
-  it('mines on an interval with blockTime, and announces heads over WebSocket', async () => {
+  test('mines on an interval with blockTime, and announces heads over WebSocket', async () => {
     const anvil = await start({ blockTime: 1 });
     const client = createPublicClient({ chain: anvilChain(anvil), transport: webSocket(anvil.wsUrl) });
     const heads: bigint[] = [];

@@ -16,7 +16,7 @@ import {
   stringToHex,
   toEventSelector,
 } from 'viem';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { UpstreamUnavailableError } from '../../errors.js';
 import type { Throttle } from '../../shared/throttle.js';
 import type { WatchedAddresses } from '../source.js';
@@ -43,7 +43,7 @@ function followed(event: unknown, filter?: unknown): FollowedEvent {
 }
 
 describe('eventLogTopics: what of the event the node filters on', () => {
-  it('puts topic0 first, then the values of each filtered indexed argument, trailing "any" dropped', () => {
+  test('puts topic0 first, then the values of each filtered indexed argument, trailing "any" dropped', () => {
     const plain = followed(TRANSFER);
     expect(eventLogTopics(plain)).toEqual([TRANSFER_TOPIC]);
     const byTo = followed(TRANSFER, { to: [BOB, ALICE, BOB] });
@@ -52,7 +52,7 @@ describe('eventLogTopics: what of the event the node filters on', () => {
     expect(eventLogTopics(byFrom)).toEqual([TRANSFER_TOPIC, [word(ALICE)]]);
   });
 
-  it('leaves a long list of values to the matcher', () => {
+  test('leaves a long list of values to the matcher', () => {
     const many = Array.from({ length: TOPIC_VALUES_PER_QUERY + 1 }, (_, i) => addressOf(i + 1));
     expect(eventLogTopics(followed(TRANSFER, { to: many }))).toEqual([TRANSFER_TOPIC]);
     const enough = many.slice(0, TOPIC_VALUES_PER_QUERY);
@@ -63,7 +63,7 @@ describe('eventLogTopics: what of the event the node filters on', () => {
     ]);
   });
 
-  it('has no topic0 for an anonymous event (its arguments start at topic 0) and only topic0 for a bare one', () => {
+  test('has no topic0 for an anonymous event (its arguments start at topic 0) and only topic0 for a bare one', () => {
     const anon = 'event Note(address indexed who, uint256 indexed n, string text) anonymous';
     expect(eventLogTopics(followed(anon))).toEqual([]);
     expect(eventLogTopics(followed(anon, { n: '7' }))).toEqual([null, [pad(numberToHex(7), { size: 32 })]]);
@@ -204,7 +204,7 @@ describe('the history of an event (evmHistory().events)', () => {
   const history = (node: ReturnType<typeof fakeNode>, chunk = 20) =>
     evmHistory({ client: node.client, throttle: noThrottle, chunk });
 
-  it('on any contract: topic0 alone, no address; the blocks with the event, each as the follower reads it', async () => {
+  test('on any contract: topic0 alone, no address; the blocks with the event, each as the follower reads it', async () => {
     const node = fakeNode(logs, 20);
     const scan = await history(node).events.scan(0, 20, { event: followed(TRANSFER) });
     expect(node.getLogs()).toEqual([{ fromBlock: '0x0', toBlock: '0x14', topics: [TRANSFER_TOPIC] }]);
@@ -242,14 +242,14 @@ describe('the history of an event (evmHistory().events)', () => {
     ]);
   });
 
-  it('with a filter: the allowed values in their topic', async () => {
+  test('with a filter: the allowed values in their topic', async () => {
     const node = fakeNode(logs, 20);
     const scan = await history(node).events.scan(0, 20, { event: followed(TRANSFER, { to: ALICE }) });
     expect(node.getLogs()[0]!.topics).toEqual([TRANSFER_TOPIC, null, [word(ALICE)]]);
     expect(scan.blocks.map((b) => b.height)).toEqual([7, 15]);
   });
 
-  it(`on a list of contracts: ${CONTRACTS_PER_QUERY} a request, what they emitted, the contracts found as stored`, async () => {
+  test(`on a list of contracts: ${CONTRACTS_PER_QUERY} a request, what they emitted, the contracts found as stored`, async () => {
     const many = [
       ...Array.from({ length: 2 * CONTRACTS_PER_QUERY + 500 }, (_, i) => addressOf(0x100000 + i)),
       TOKEN_A,
@@ -271,7 +271,7 @@ describe('the history of an event (evmHistory().events)', () => {
     ]);
   });
 
-  it('asks nothing for an empty list of contracts (an empty address list is every contract to a node)', async () => {
+  test('asks nothing for an empty list of contracts (an empty address list is every contract to a node)', async () => {
     const node = fakeNode(logs, 20);
     const scan = await history(node).events.scan(0, 20, {
       event: followed(TRANSFER),
@@ -281,7 +281,7 @@ describe('the history of an event (evmHistory().events)', () => {
     expect(scan).toEqual({ blocks: [], watched: [] });
   });
 
-  it('halves a range the node refuses as too large until it passes: everything found, once', async () => {
+  test('halves a range the node refuses as too large until it passes: everything found, once', async () => {
     // A log in every block, three in some: more than the node returns for most ranges.
     const dense: NodeLog[] = [];
     for (let block = 0; block <= 40; block++) {
@@ -309,7 +309,7 @@ describe('the history of an event (evmHistory().events)', () => {
     }
   });
 
-  it('gives up on a single block the node still refuses, and never splits on other errors', async () => {
+  test('gives up on a single block the node still refuses, and never splits on other errors', async () => {
     const crowded = [0, 1, 2, 3].map((i) => transferLog(5, i, TOKEN_A, BOB, i));
     const node = fakeNode(crowded, 10, { maxResults: 3 });
     await expect(history(node).events.scan(0, 10, { event: followed(TRANSFER) })).rejects.toThrow(
@@ -330,7 +330,7 @@ describe('the history of an event (evmHistory().events)', () => {
     expect(limited.getLogs()).toHaveLength(1);
   });
 
-  it('refuses a chunk whose logs are of a block no longer at their height', async () => {
+  test('refuses a chunk whose logs are of a block no longer at their height', async () => {
     const node = fakeNode(logs, 20);
     node.state.branch = 1;
     const scanning = history(node).events.scan(0, 20, { event: followed(TRANSFER) });
@@ -338,7 +338,7 @@ describe('the history of an event (evmHistory().events)', () => {
     await expect(scanning).rejects.toThrow(/the chain changed while reading/);
   });
 
-  it('says how it reads in the backfill view', () => {
+  test('says how it reads in the backfill view', () => {
     const node = fakeNode(logs, 20);
     const described = evmHistory({
       client: node.client,
@@ -352,7 +352,7 @@ describe('the history of an event (evmHistory().events)', () => {
 });
 
 describe('the transfers of watched addresses (evmHistory().scan) on a node capping eth_getLogs', () => {
-  it('halves the ranges it refuses, and finds each transfer once', async () => {
+  test('halves the ranges it refuses, and finds each transfer once', async () => {
     const transfers: NodeLog[] = [];
     for (let block = 0; block <= 30; block += 2)
       transfers.push(transferLog(block, 0, TOKEN_A, BOB, block + 1));

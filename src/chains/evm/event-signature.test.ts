@@ -4,7 +4,7 @@
  * bounds on what a signature may ask for (nesting, the data its arguments need at least).
  */
 import { type AbiEvent, parseAbiItem, toEventSignature } from 'viem';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import type { FieldError } from '../../errors.js';
 import { MAX_EVENT_DATA_BYTES } from './event-parse.js';
 import { MAX_TYPE_DEPTH } from './event-signature.js';
@@ -36,7 +36,7 @@ function shape(params: readonly unknown[]): unknown[] {
 }
 
 describe('event signatures: read as abitype reads them', () => {
-  it.each([
+  test.each([
     'event Transfer(address indexed from, address indexed to, uint256 value)',
     'event Swap(address indexed sender, address indexed recipient, int256 amount0, int256 amount1, uint160 sqrtPriceX96, uint128 liquidity, int24 tick)',
     'event TransferBatch(address indexed operator, address indexed from, address indexed to, uint256[] ids, uint256[] values)',
@@ -54,7 +54,7 @@ describe('event signatures: read as abitype reads them', () => {
     expect(shape(ours.inputs)).toEqual(shape(theirs.inputs));
   });
 
-  it('takes Solidity as pasted: no "event", line breaks, tuple(…), a semicolon, anonymous', () => {
+  test('takes Solidity as pasted: no "event", line breaks, tuple(…), a semicolon, anonymous', () => {
     const reference = parsed('event Tagged((uint8 a, string b) pair, uint256 indexed n) anonymous');
     expect(reference.anonymous).toBe(true);
     expect(parsed('Tagged(\n  tuple(uint8 a , string b) pair,\n  uint256 indexed n\n) anonymous;')).toEqual(
@@ -67,7 +67,7 @@ describe('event signatures: read as abitype reads them', () => {
 });
 
 describe('event signatures: refused, saying why, at #/attr/event', () => {
-  it.each([
+  test.each([
     ['a keyword as a name', 'event E(uint256 default)', /"default" is a protected Solidity keyword/],
     ['a type name as a name', 'event E(uint256 address)', /"address" is a protected Solidity keyword/],
     ['a data location', 'event E(bytes memory data)', /"memory" is a data location/],
@@ -123,7 +123,7 @@ describe('event signatures and fragments: bounded', () => {
       ? { type: 'uint256', name: 'v' }
       : { type: 'tuple', name: 'v', components: [fragmentTuple(levels - 1)] };
 
-  it(`takes ${MAX_TYPE_DEPTH} levels of tuples and arrays, in both forms, and refuses one more`, () => {
+  test(`takes ${MAX_TYPE_DEPTH} levels of tuples and arrays, in both forms, and refuses one more`, () => {
     expect(parsed(`event E(${tuple(MAX_TYPE_DEPTH)} x)`).inputs).toHaveLength(1);
     expect(refused(`event E(${tuple(MAX_TYPE_DEPTH + 1)} x)`)[0]?.detail).toMatch(
       /nests tuples 17 deep; at most 16/,
@@ -140,14 +140,14 @@ describe('event signatures and fragments: bounded', () => {
     ]);
   });
 
-  it('refuses 2,000 nested tuples (4,008 characters) before reading them: no stack is exhausted', () => {
+  test('refuses 2,000 nested tuples (4,008 characters) before reading them: no stack is exhausted', () => {
     const signature = `event E(${tuple(2000)} x)`;
     expect(signature.length).toBeLessThanOrEqual(4096);
     expect(refused(signature)[0]?.detail).toMatch(/nests tuples 2000 deep/);
     expect(refused(`event E(uint8${'[1]'.repeat(1300)} x)`)[0]?.detail).toMatch(/1300 levels deep/);
   });
 
-  it(`refuses arguments that need more than ${MAX_EVENT_DATA_BYTES} bytes of data at least, whatever their form`, () => {
+  test(`refuses arguments that need more than ${MAX_EVENT_DATA_BYTES} bytes of data at least, whatever their form`, () => {
     const words = MAX_EVENT_DATA_BYTES / 32;
     expect(parsed(`event E(uint8[${words}] x)`).inputs).toHaveLength(1);
     expect(parsed(`event E(uint8[${words / 2}] x, bytes32[${words / 2}] y)`).inputs).toHaveLength(2);
@@ -172,7 +172,7 @@ describe('event signatures and fragments: bounded', () => {
     expect(parsed('event E(string[16383] x)').inputs).toHaveLength(1);
   });
 
-  it('refuses a filter longer than 256 KiB as JSON before looking at the event', () => {
+  test('refuses a filter longer than 256 KiB as JSON before looking at the event', () => {
     const values = Array.from({ length: 1000 }, () => 'x'.repeat(300));
     const result = parseFollowedEvent('event E(string indexed label)', { label: values });
     expect(result).toEqual({

@@ -21,7 +21,7 @@ import {
   stringToHex,
   toBytes,
 } from 'viem';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import type { FieldError } from '../../errors.js';
 import { decodeFollowedLog } from './event-decode.js';
 import { MAX_FILTER_VALUES, passesFilter } from './event-filter.js';
@@ -116,7 +116,7 @@ interface RpcLog {
 // --- parsing the event -------------------------------------------------------------------------
 
 describe('parseFollowedEvent: the event', () => {
-  it('parses a human-readable signature into topic0, canonical signature and topic count', () => {
+  test('parses a human-readable signature into topic0, canonical signature and topic count', () => {
     const event = followed(ERC20_TRANSFER);
     expect(event.topic0).toBe(TRANSFER_TOPIC0);
     expect(event.topic0).toBe('0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef');
@@ -126,7 +126,7 @@ describe('parseFollowedEvent: the event', () => {
     expect(event.abi?.inputs.map((input) => input.name)).toEqual(['from', 'to', 'value']);
   });
 
-  it('accepts the signature without "event", with spaces, line breaks and a trailing semicolon', () => {
+  test('accepts the signature without "event", with spaces, line breaks and a trailing semicolon', () => {
     const reference = followed(ERC20_TRANSFER);
     for (const variant of [
       'Transfer(address indexed from, address indexed to, uint256 value)',
@@ -138,13 +138,13 @@ describe('parseFollowedEvent: the event', () => {
     }
   });
 
-  it('normalises uint to uint256, as the canonical signature requires', () => {
+  test('normalises uint to uint256, as the canonical signature requires', () => {
     expect(followed('event Deposit(address indexed who, uint amount)').signature).toBe(
       'Deposit(address,uint256)',
     );
   });
 
-  it('parses a JSON ABI fragment, as a compiler emits it, to the same event as its human-readable form', () => {
+  test('parses a JSON ABI fragment, as a compiler emits it, to the same event as its human-readable form', () => {
     const fragment = {
       anonymous: false,
       inputs: [
@@ -160,7 +160,7 @@ describe('parseFollowedEvent: the event', () => {
     expect(event.topic0).toBe(TRANSFER_TOPIC0);
   });
 
-  it('parses tuples and nested tuples, in both forms, to the same canonical signature', () => {
+  test('parses tuples and nested tuples, in both forms, to the same canonical signature', () => {
     const signature =
       'event Order((uint256 id, (address who, uint8[] levels) inner, string label) order, uint256 n)';
     const event = followed(signature);
@@ -200,7 +200,7 @@ describe('parseFollowedEvent: the event', () => {
     ).toEqual(event);
   });
 
-  it('parses fixed and dynamic arrays, counting indexed ones as topics', () => {
+  test('parses fixed and dynamic arrays, counting indexed ones as topics', () => {
     const event = followed(
       'event Batch(uint256[3] amounts, address[] indexed holders, (uint256 a, bool b)[2][] grid)',
     );
@@ -208,7 +208,7 @@ describe('parseFollowedEvent: the event', () => {
     expect(event.topicCount).toBe(2);
   });
 
-  it('parses an anonymous event: no topic0, and only its indexed inputs as topics', () => {
+  test('parses an anonymous event: no topic0, and only its indexed inputs as topics', () => {
     const event = followed('event Tagged(bytes32 indexed tag, uint256 indexed n, string note) anonymous');
     expect(event.topic0).toBeNull();
     expect(event.signature).toBe('Tagged(bytes32,uint256,string)');
@@ -227,7 +227,7 @@ describe('parseFollowedEvent: the event', () => {
     expect(followed(fragment)).toEqual(event);
   });
 
-  it('allows four indexed inputs on an anonymous event, three otherwise', () => {
+  test('allows four indexed inputs on an anonymous event, three otherwise', () => {
     expect(
       followed('event Four(uint8 indexed a, uint8 indexed b, uint8 indexed c, uint8 indexed d) anonymous')
         .topicCount,
@@ -237,7 +237,7 @@ describe('parseFollowedEvent: the event', () => {
     expect(errors[0]?.detail).toMatch(/4 indexed arguments.*at most 3/);
   });
 
-  it('takes a bare topic0 in any case, stores it lower-case and decodes nothing', () => {
+  test('takes a bare topic0 in any case, stores it lower-case and decodes nothing', () => {
     const event = followed(upperHex(TRANSFER_TOPIC0));
     expect(event).toEqual({
       abi: null,
@@ -249,7 +249,7 @@ describe('parseFollowedEvent: the event', () => {
     expect(followed(`  ${TRANSFER_TOPIC0} `, {}).topic0).toBe(TRANSFER_TOPIC0);
   });
 
-  it('keeps a parsed event usable after a JSON round trip (it is stored in a jsonb column)', () => {
+  test('keeps a parsed event usable after a JSON round trip (it is stored in a jsonb column)', () => {
     const event = followed(ERC20_TRANSFER, { to: ALICE });
     const stored = JSON.parse(JSON.stringify(event)) as FollowedEvent;
     const log = encodeLog(ERC20_TRANSFER, [BOB, ALICE, 5n]);
@@ -259,7 +259,7 @@ describe('parseFollowedEvent: the event', () => {
 });
 
 describe('parseFollowedEvent: an invalid event', () => {
-  it.each([
+  test.each([
     [
       'an unparsable signature',
       'event Transfer(address indexed from, address to',
@@ -284,7 +284,7 @@ describe('parseFollowedEvent: an invalid event', () => {
     expect(errors[0]?.detail).toMatch(detail);
   });
 
-  it.each([
+  test.each([
     ['a number', 42, /got number 42/],
     ['null', null, /got null/],
     ['a boolean', true, /got boolean true/],
@@ -296,7 +296,7 @@ describe('parseFollowedEvent: an invalid event', () => {
     expect(errors[0]?.detail).toMatch(detail);
   });
 
-  it('rejects a signature or a fragment longer than 4096 characters', () => {
+  test('rejects a signature or a fragment longer than 4096 characters', () => {
     const long = `event Long(${Array.from({ length: 400 }, (_, i) => `uint256 a${i}`).join(', ')})`;
     expect(long.length).toBeGreaterThan(4096);
     expect(errorsOf(long)[0]?.detail).toMatch(/too long/);
@@ -310,7 +310,7 @@ describe('parseFollowedEvent: an invalid event', () => {
     ]);
   });
 
-  it('locates each problem of a fragment at its own pointer, all at once', () => {
+  test('locates each problem of a fragment at its own pointer, all at once', () => {
     const errors = errorsOf({
       type: 'function',
       name: 'transfer',
@@ -332,7 +332,7 @@ describe('parseFollowedEvent: an invalid event', () => {
     ]);
   });
 
-  it('rejects a fragment with too many indexed inputs, duplicate names or a bad shape', () => {
+  test('rejects a fragment with too many indexed inputs, duplicate names or a bad shape', () => {
     const indexed = (name: string) => ({ name, type: 'uint256', indexed: true });
     expect(errorsOf({ type: 'event', name: 'E', inputs: ['a', 'b', 'c', 'd'].map(indexed) })).toEqual([
       { pointer: '#/attr/event/inputs', detail: expect.stringMatching(/4 indexed.*at most 3/) },
@@ -368,7 +368,7 @@ describe('parseFollowedEvent: an invalid event', () => {
     ]);
   });
 
-  it('rejects a positional name that an unnamed input would also take', () => {
+  test('rejects a positional name that an unnamed input would also take', () => {
     expect(errorsOf('event E(uint256, uint256 arg0)')[0]?.detail).toMatch(/"arg0".*unique/);
   });
 });
@@ -380,7 +380,7 @@ describe('parseFollowedEvent: an invalid filter', () => {
     'event Mixed(address indexed who, uint256 indexed amount, string indexed label, uint256 plain)';
   const filterError = (filter: unknown, event: string = EVENT) => errorsOf(event, filter);
 
-  it('rejects an unknown argument, listing the arguments (names are case-sensitive)', () => {
+  test('rejects an unknown argument, listing the arguments (names are case-sensitive)', () => {
     expect(filterError({ From: ALICE }, ERC20_TRANSFER)).toEqual([
       {
         pointer: '#/attr/filter/From',
@@ -389,13 +389,13 @@ describe('parseFollowedEvent: an invalid filter', () => {
     ]);
   });
 
-  it('rejects a non-indexed argument, saying only indexed ones can be filtered', () => {
+  test('rejects a non-indexed argument, saying only indexed ones can be filtered', () => {
     const [error] = filterError({ value: '1' }, ERC20_TRANSFER);
     expect(error?.pointer).toBe('#/attr/filter/value');
     expect(error?.detail).toMatch(/only indexed arguments can be filtered.*from, to/);
   });
 
-  it.each([
+  test.each([
     ['a bad address', { who: '0x1234' }, '#/attr/filter/who', /must be an address/],
     [
       'an address with a wrong checksum',
@@ -415,7 +415,7 @@ describe('parseFollowedEvent: an invalid filter', () => {
     expect(errors[0]?.detail).toMatch(detail);
   });
 
-  it('checks integers against the range of their width', () => {
+  test('checks integers against the range of their width', () => {
     expect(pointers(filterError({ n: '-1' }, 'event E(uint8 indexed n)'))).toEqual(['#/attr/filter/n']);
     expect(pointers(filterError({ n: '256' }, 'event E(uint8 indexed n)'))).toEqual(['#/attr/filter/n']);
     expect(followed('event E(uint8 indexed n)', { n: '255' }).filter).toEqual([[word(255n)]]);
@@ -428,7 +428,7 @@ describe('parseFollowedEvent: an invalid filter', () => {
     expect(pointers(filterError({ n: '-129' }, 'event E(int8 indexed n)'))).toEqual(['#/attr/filter/n']);
   });
 
-  it('rejects a bytes32 of 31 bytes and odd hex for bytes', () => {
+  test('rejects a bytes32 of 31 bytes and odd hex for bytes', () => {
     const errors = errorsOf('event E(bytes32 indexed h, bytes indexed b)', {
       h: `0x${'ab'.repeat(31)}`,
       b: '0xabc',
@@ -442,7 +442,7 @@ describe('parseFollowedEvent: an invalid filter', () => {
     ]);
   });
 
-  it('locates a wrong list element by its index, and reports every problem at once', () => {
+  test('locates a wrong list element by its index, and reports every problem at once', () => {
     const errors = filterError({ who: [ALICE, 'nope', BOB, 12], amount: '1.5', missing: 1 });
     expect(pointers(errors)).toEqual([
       '#/attr/filter/who/1',
@@ -452,7 +452,7 @@ describe('parseFollowedEvent: an invalid filter', () => {
     ]);
   });
 
-  it(`rejects a list of more than ${MAX_FILTER_VALUES} values and takes exactly ${MAX_FILTER_VALUES}`, () => {
+  test(`rejects a list of more than ${MAX_FILTER_VALUES} values and takes exactly ${MAX_FILTER_VALUES}`, () => {
     const values = (n: number) => Array.from({ length: n }, (_, i) => String(i));
     expect(filterError({ amount: values(MAX_FILTER_VALUES + 1) })).toEqual([
       { pointer: '#/attr/filter/amount', detail: expect.stringMatching(/1001 values; at most 1000/) },
@@ -460,30 +460,30 @@ describe('parseFollowedEvent: an invalid filter', () => {
     expect(followed(EVENT, { amount: values(MAX_FILTER_VALUES) }).filter[1]).toHaveLength(MAX_FILTER_VALUES);
   });
 
-  it('rejects a filter that is not an object', () => {
+  test('rejects a filter that is not an object', () => {
     for (const filter of ['who', [ALICE], null, 3]) {
       expect(pointers(filterError(filter))).toEqual(['#/attr/filter']);
     }
   });
 
-  it('rejects a filter on a bare topic0, which has no argument names', () => {
+  test('rejects a filter on a bare topic0, which has no argument names', () => {
     const errors = errorsOf(TRANSFER_TOPIC0, { from: ALICE });
     expect(pointers(errors)).toEqual(['#/attr/filter']);
     expect(errors[0]?.detail).toMatch(/bare topic0/);
   });
 
-  it('reports both an invalid event and a filter that is not an object', () => {
+  test('reports both an invalid event and a filter that is not an object', () => {
     expect(pointers(errorsOf('event Foo(uint7 a)', 'x'))).toEqual(['#/attr/event', '#/attr/filter']);
   });
 
-  it('escapes user-given names in pointers (RFC 6901: ~ as ~0, / as ~1)', () => {
+  test('escapes user-given names in pointers (RFC 6901: ~ as ~0, / as ~1)', () => {
     expect(pointers(filterError({ 'a/b': 1, 'c~d': 2 }))).toEqual([
       '#/attr/filter/a~1b',
       '#/attr/filter/c~0d',
     ]);
   });
 
-  it('points into array and tuple values', () => {
+  test('points into array and tuple values', () => {
     const event = 'event E(uint8[] indexed levels, (address who, uint8 n) indexed pair)';
     expect(pointers(errorsOf(event, { levels: [1, 300], pair: { who: ALICE, n: -1 } }))).toEqual([
       '#/attr/filter/levels/1',
@@ -500,7 +500,7 @@ describe('parseFollowedEvent: an invalid filter', () => {
 // --- the filter: compiled topics ---------------------------------------------------------------
 
 describe('parseFollowedEvent: the compiled filter', () => {
-  it('compiles an address in any case to its padded topic, one slot per indexed input', () => {
+  test('compiles an address in any case to its padded topic, one slot per indexed input', () => {
     const event = followed(ERC20_TRANSFER, { to: USDT.toUpperCase().replace('0X', '0x') });
     expect(event.filter).toEqual([null, [addressTopic(USDT)]]);
     expect(followed(ERC20_TRANSFER, { from: USDT.toLowerCase() }).filter).toEqual([
@@ -510,7 +510,7 @@ describe('parseFollowedEvent: the compiled filter', () => {
     expect(followed(ERC20_TRANSFER, { from: USDT }).filter).toEqual([[addressTopic(USDT)], null]);
   });
 
-  it('compiles integers, booleans and fixed bytes to their 32-byte words', () => {
+  test('compiles integers, booleans and fixed bytes to their 32-byte words', () => {
     const event = followed('event E(uint256 indexed a, int256 indexed b, bool indexed c) anonymous', {
       a: U256_MAX.toString(),
       b: ['-1', 5],
@@ -524,18 +524,18 @@ describe('parseFollowedEvent: the compiled filter', () => {
     ).toEqual([[hash], [`0xa9059cbb${'0'.repeat(56)}`]]);
   });
 
-  it('compiles an indexed string or bytes to the keccak256 of its raw bytes, as Solidity does', () => {
+  test('compiles an indexed string or bytes to the keccak256 of its raw bytes, as Solidity does', () => {
     const text = 'héllo 🦊 世界';
     const event = followed('event S(string indexed s, bytes indexed b)', { s: text, b: ['0xC0FFEE', '0x'] });
     expect(event.filter).toEqual([[keccak256(toBytes(text))], [keccak256('0xc0ffee'), keccak256('0x')]]);
   });
 
-  it('compiles a list to all its values, once each', () => {
+  test('compiles a list to all its values, once each', () => {
     const event = followed(ERC20_TRANSFER, { from: [ALICE, BOB, ALICE.toUpperCase().replace('0X', '0x')] });
     expect(event.filter).toEqual([[addressTopic(ALICE), addressTopic(BOB)], null]);
   });
 
-  it('reads a JSON array as one value of an array-typed argument, and an array of arrays as a list', () => {
+  test('reads a JSON array as one value of an array-typed argument, and an array of arrays as a list', () => {
     const hashOf = (...values: bigint[]) => keccak256(concat(values.map(word)));
     const event = 'event E(uint256[] indexed nums)';
     expect(followed(event, { nums: [1, 2] }).filter).toEqual([[hashOf(1n, 2n)]]);
@@ -543,7 +543,7 @@ describe('parseFollowedEvent: the compiled filter', () => {
     expect(followed(event, { nums: [] }).filter).toEqual([[keccak256('0x')]]);
   });
 
-  it('accepts positional names for unnamed indexed inputs, as decoded args use them', () => {
+  test('accepts positional names for unnamed indexed inputs, as decoded args use them', () => {
     expect(followed('event U(address indexed, uint256 indexed n)', { arg0: ALICE, n: 1 }).filter).toEqual([
       [addressTopic(ALICE)],
       [word(1n)],
@@ -554,26 +554,26 @@ describe('parseFollowedEvent: the compiled filter', () => {
 describe('passesFilter', () => {
   const log = encodeLog(ERC20_TRANSFER, [ALICE, BOB, 10n]);
 
-  it('passes a log whose filtered topics are among the allowed values, any value elsewhere', () => {
+  test('passes a log whose filtered topics are among the allowed values, any value elsewhere', () => {
     expect(passesFilter(followed(ERC20_TRANSFER), log.topics)).toBe(true);
     expect(passesFilter(followed(ERC20_TRANSFER, { from: ALICE }), log.topics)).toBe(true);
     expect(passesFilter(followed(ERC20_TRANSFER, { from: [USDT, ALICE], to: BOB }), log.topics)).toBe(true);
   });
 
-  it('rejects a log with another value in a filtered topic', () => {
+  test('rejects a log with another value in a filtered topic', () => {
     expect(passesFilter(followed(ERC20_TRANSFER, { from: BOB }), log.topics)).toBe(false);
     expect(passesFilter(followed(ERC20_TRANSFER, { from: ALICE, to: ALICE }), log.topics)).toBe(false);
   });
 
-  it('compares topics case-insensitively', () => {
+  test('compares topics case-insensitively', () => {
     expect(passesFilter(followed(ERC20_TRANSFER, { to: BOB }), log.topics.map(upperHex))).toBe(true);
   });
 
-  it('rejects a log that lacks the filtered topic', () => {
+  test('rejects a log that lacks the filtered topic', () => {
     expect(passesFilter(followed(ERC20_TRANSFER, { to: BOB }), log.topics.slice(0, 2))).toBe(false);
   });
 
-  it('reads an anonymous event filter from the first topic', () => {
+  test('reads an anonymous event filter from the first topic', () => {
     const event = followed('event Tagged(bytes32 indexed tag, uint256 indexed n, string note) anonymous', {
       n: 7,
     });
@@ -587,7 +587,7 @@ describe('passesFilter', () => {
     expect(passesFilter(event, [tagged.topics[0] as Hex, word(8n)])).toBe(false);
   });
 
-  it('matches against a long list of allowed values', () => {
+  test('matches against a long list of allowed values', () => {
     const many = Array.from({ length: 500 }, (_, i) => `0x${(i + 1).toString(16).padStart(40, '0')}`);
     const event = followed(ERC20_TRANSFER, { to: [...many, BOB] });
     expect(passesFilter(event, log.topics)).toBe(true);
@@ -598,7 +598,7 @@ describe('passesFilter', () => {
 // --- decoding ----------------------------------------------------------------------------------
 
 describe('decodeFollowedLog: every ABI type', () => {
-  it('decodes integers of every width as decimal strings, extremes included', () => {
+  test('decodes integers of every width as decimal strings, extremes included', () => {
     const signature =
       'event Ints(uint8 a, uint16 b, uint32 c, uint64 d, uint128 e, uint256 f, int8 g, int24 h, int256 i, int256 j, uint256 k)';
     const values = [
@@ -630,7 +630,7 @@ describe('decodeFollowedLog: every ABI type', () => {
     });
   });
 
-  it('decodes addresses checksummed, booleans, fixed bytes and bytes as lower-case hex', () => {
+  test('decodes addresses checksummed, booleans, fixed bytes and bytes as lower-case hex', () => {
     const signature =
       'event Misc(address indexed who, bool yes, bool no, bytes32 h, bytes4 sel, bytes empty, bytes some)';
     const hash = keccak256(toBytes('zoo'));
@@ -646,13 +646,13 @@ describe('decodeFollowedLog: every ABI type', () => {
     });
   });
 
-  it('decodes strings: empty, and Unicode with emoji and CJK', () => {
+  test('decodes strings: empty, and Unicode with emoji and CJK', () => {
     const signature = 'event Texts(string empty, string text)';
     const log = encodeLog(signature, ['', 'héllo 🦊 世界 — ✓']);
     expect(decodeFollowedLog(followed(signature), log)).toEqual({ empty: '', text: 'héllo 🦊 世界 — ✓' });
   });
 
-  it('decodes fixed and dynamic arrays as JSON arrays of converted elements', () => {
+  test('decodes fixed and dynamic arrays as JSON arrays of converted elements', () => {
     const signature = 'event Arrays(uint256[3] amounts, address[] holders, string[] words, int8[2][] grid)';
     const holders = [USDT.toLowerCase(), ALICE];
     const log = encodeLog(signature, [
@@ -675,7 +675,7 @@ describe('decodeFollowedLog: every ABI type', () => {
     });
   });
 
-  it('decodes nested tuples, with a tuple and an array inside, as objects by component name', () => {
+  test('decodes nested tuples, with a tuple and an array inside, as objects by component name', () => {
     const signature =
       'event Order((uint256 id, (address who, uint8[] levels) inner, string label) order, (uint256 id, (address who, uint8[] levels) inner, string label)[] list)';
     const order = { id: 7n, inner: { who: USDT, levels: [1, 2, 255] }, label: 'zoo' };
@@ -688,7 +688,7 @@ describe('decodeFollowedLog: every ABI type', () => {
     });
   });
 
-  it('gives an indexed string, bytes, array or tuple as its topic hash (the value is not in the log)', () => {
+  test('gives an indexed string, bytes, array or tuple as its topic hash (the value is not in the log)', () => {
     const signature = 'event S(string indexed s, bytes indexed b, uint256 n)';
     const log = encodeLog(signature, ['héllo 🦊', '0xc0ffee', 1n]);
     expect(decodeFollowedLog(followed(signature), log)).toEqual({
@@ -704,7 +704,7 @@ describe('decodeFollowedLog: every ABI type', () => {
     });
   });
 
-  it('names unnamed inputs and tuple components by position: arg0, arg1, …', () => {
+  test('names unnamed inputs and tuple components by position: arg0, arg1, …', () => {
     const signature = 'event U(address indexed, uint256 amount, (uint256, address who) pair, string)';
     const log = encodeLog(signature, [ALICE, 5n, [6n, USDT], 'note']);
     expect(decodeFollowedLog(followed(signature), log)).toEqual({
@@ -715,12 +715,12 @@ describe('decodeFollowedLog: every ABI type', () => {
     });
   });
 
-  it('decodes an event without arguments to an empty object', () => {
+  test('decodes an event without arguments to an empty object', () => {
     const signature = 'event Paused()';
     expect(decodeFollowedLog(followed(signature), encodeLog(signature, []))).toEqual({});
   });
 
-  it('decodes upper-case topics and data the same (node output is not relied upon to be lower case)', () => {
+  test('decodes upper-case topics and data the same (node output is not relied upon to be lower case)', () => {
     const log = encodeLog(ERC20_TRANSFER, [ALICE, BOB, 10n]);
     const shouting = { address: log.address, topics: log.topics.map(upperHex), data: upperHex(log.data) };
     expect(decodeFollowedLog(followed(ERC20_TRANSFER), shouting)).toEqual({
@@ -735,7 +735,7 @@ describe('decodeFollowedLog: a log that is not the event', () => {
   const erc721Log = encodeLog(ERC721_TRANSFER, [ALICE, BOB, 42n]);
   const erc20Log = encodeLog(ERC20_TRANSFER, [ALICE, BOB, 42n]);
 
-  it('shares topic0 between ERC-20 and ERC-721 Transfer: the topic count tells them apart', () => {
+  test('shares topic0 between ERC-20 and ERC-721 Transfer: the topic count tells them apart', () => {
     expect(erc721Log.topics[0]).toBe(erc20Log.topics[0]);
     expect(decodeFollowedLog(followed(ERC20_TRANSFER), erc721Log)).toBeUndefined();
     expect(decodeFollowedLog(followed(ERC721_TRANSFER), erc20Log)).toBeUndefined();
@@ -746,25 +746,25 @@ describe('decodeFollowedLog: a log that is not the event', () => {
     });
   });
 
-  it('rejects a log whose data is too short or missing', () => {
+  test('rejects a log whose data is too short or missing', () => {
     const event = followed(ERC20_TRANSFER);
     expect(decodeFollowedLog(event, { ...erc20Log, data: '0x1234' })).toBeUndefined();
     expect(decodeFollowedLog(event, { ...erc20Log, data: '0x' })).toBeUndefined();
   });
 
-  it('rejects a string whose offset points outside the data', () => {
+  test('rejects a string whose offset points outside the data', () => {
     const signature = 'event Note(string text)';
     const log = encodeLog(signature, ['hello']);
     const badOffset = `0x${word(4096n).slice(2)}${log.data.slice(66)}` as Hex;
     expect(decodeFollowedLog(followed(signature), { ...log, data: badOffset })).toBeUndefined();
   });
 
-  it('rejects a log of another event with the same topic count', () => {
+  test('rejects a log of another event with the same topic count', () => {
     const approval = encodeLog(ERC20_APPROVAL, [ALICE, BOB, 1n]);
     expect(decodeFollowedLog(followed(ERC20_TRANSFER), approval)).toBeUndefined();
   });
 
-  it('rejects a log with the wrong topic count for an anonymous event', () => {
+  test('rejects a log with the wrong topic count for an anonymous event', () => {
     const event = followed('event Tagged(bytes32 indexed tag, uint256 indexed n, string note) anonymous');
     const log = encodeLog(
       'event Tagged(bytes32 indexed tag, uint256 indexed n, string note)',
@@ -776,7 +776,7 @@ describe('decodeFollowedLog: a log that is not the event', () => {
     expect(decodeFollowedLog(event, { ...log, topics: log.topics.slice(0, 1) })).toBeUndefined();
   });
 
-  it('decodes nothing for a bare topic0 subscription', () => {
+  test('decodes nothing for a bare topic0 subscription', () => {
     expect(decodeFollowedLog(followed(TRANSFER_TOPIC0), erc20Log)).toBeUndefined();
   });
 });
@@ -789,7 +789,7 @@ describe('decodeFollowedLog: real mainnet receipt 0xcd718a69 (USDT transfer, app
   );
   const [usdt, approval, transfer, swap] = receipt.result.logs as [RpcLog, RpcLog, RpcLog, RpcLog];
 
-  it('decodes the USDT Transfer, word by word', () => {
+  test('decodes the USDT Transfer, word by word', () => {
     const args = decodeFollowedLog(followed(ERC20_TRANSFER), usdt);
     expect(args).toEqual({
       from: topicAddress(usdt.topics[1] as Hex),
@@ -800,7 +800,7 @@ describe('decodeFollowedLog: real mainnet receipt 0xcd718a69 (USDT transfer, app
     expect(args?.to).toBe(getAddress(ALICE));
   });
 
-  it('decodes the Approval and the Transfer of token 0xb7135877', () => {
+  test('decodes the Approval and the Transfer of token 0xb7135877', () => {
     expect(decodeFollowedLog(followed(ERC20_APPROVAL), approval)).toEqual({
       owner: topicAddress(approval.topics[1] as Hex),
       spender: topicAddress(approval.topics[2] as Hex),
@@ -816,7 +816,7 @@ describe('decodeFollowedLog: real mainnet receipt 0xcd718a69 (USDT transfer, app
     expect(decodeFollowedLog(followed(ERC20_APPROVAL), transfer)).toBeUndefined();
   });
 
-  it('decodes the Uniswap V3 Swap, signed amounts and tick in two’s complement', () => {
+  test('decodes the Uniswap V3 Swap, signed amounts and tick in two’s complement', () => {
     const event = followed(UNISWAP_V3_SWAP);
     expect(event.topic0).toBe(swap.topics[0]);
     const args = decodeFollowedLog(event, swap);
@@ -835,7 +835,7 @@ describe('decodeFollowedLog: real mainnet receipt 0xcd718a69 (USDT transfer, app
     expect(args?.tick).toBe('-300671');
   });
 
-  it('filters the real logs by an indexed argument', () => {
+  test('filters the real logs by an indexed argument', () => {
     const toAlice = followed(ERC20_TRANSFER, { to: getAddress(ALICE) });
     expect(
       receipt.result.logs.filter(
@@ -848,7 +848,7 @@ describe('decodeFollowedLog: real mainnet receipt 0xcd718a69 (USDT transfer, app
 describe('decodeFollowedLog: other real receipts', () => {
   const receiptsDir = 'receipts';
 
-  it.each([['arbitrum-one-receipt-0x5aeca744.json'], ['op-mainnet-ecotone-receipt-0x2bc7cb46.json']])(
+  test.each([['arbitrum-one-receipt-0x5aeca744.json'], ['op-mainnet-ecotone-receipt-0x2bc7cb46.json']])(
     'decodes the token Transfer of %s',
     (file) => {
       const receipt = readJson<{ logs: RpcLog[] }>(receiptsDir, file);
@@ -861,7 +861,7 @@ describe('decodeFollowedLog: other real receipts', () => {
     },
   );
 
-  it('decodes the OP Stack L2ToL1MessagePasser MessagePassed of an operator-fee devnet receipt', () => {
+  test('decodes the OP Stack L2ToL1MessagePasser MessagePassed of an operator-fee devnet receipt', () => {
     const receipt = readJson<{ logs: RpcLog[] }>(
       receiptsDir,
       'op-devnet-isthmus-operator-fee-receipt-0x1d851a54.json',
@@ -884,7 +884,7 @@ describe('decodeFollowedLog: other real receipts', () => {
     expect(BigInt(`0x${dataWord(log.data, 4)}`)).toBe(0n);
   });
 
-  it('decodes the hive test chain log as the anonymous event hive’s emit.eas contract emits', () => {
+  test('decodes the hive test chain log as the anonymous event hive’s emit.eas contract emits', () => {
     // ethereum/hive cmd/hivechain/contracts/emit.eas: LOG2 with topics "emit" and keccak256(calldata),
     // and the call counter as data. No Solidity event, so it reads as an anonymous one.
     const receipt = readJson<{ result: { logs: RpcLog[] } }>(
@@ -927,13 +927,13 @@ describe('EventZoo: logs emitted by solc-compiled code', () => {
   const WORDS = ['', 'exactly thirty-two bytes long!!!', 'more than 32 bytes, with a 🦊 inside'];
   const inner = { who: USDT, levels: ['1', '2', '255'] };
 
-  it('recorded a successful call with one log per emit', () => {
+  test('recorded a successful call with one log per emit', () => {
     expect(zoo.receipt.status).toBe('0x1');
     expect(logs).toHaveLength(10);
     expect(Buffer.byteLength(WORDS[1] as string)).toBe(32);
   });
 
-  it('parses every compiler-emitted fragment (with internalType) like its human-readable form', () => {
+  test('parses every compiler-emitted fragment (with internalType) like its human-readable form', () => {
     expect(followed(fragment('Nested'))).toEqual(
       followed(
         'event Nested((uint256 id, (address who, uint8[] levels) inner, string label) o, (uint256 id, (address who, uint8[] levels) inner, string label)[] list)',
@@ -957,7 +957,7 @@ describe('EventZoo: logs emitted by solc-compiled code', () => {
     }
   });
 
-  it('decodes scalars at their extremes', () => {
+  test('decodes scalars at their extremes', () => {
     expect(decodeFollowedLog(followed(fragment('Scalars')), logAt(0))).toEqual({
       a: '255',
       b: U256_MAX.toString(),
@@ -980,7 +980,7 @@ describe('EventZoo: logs emitted by solc-compiled code', () => {
     });
   });
 
-  it('decodes bytes, strings, arrays and nested structs', () => {
+  test('decodes bytes, strings, arrays and nested structs', () => {
     expect(decodeFollowedLog(followed(fragment('Dynamic')), logAt(2))).toEqual({
       empty: '0x',
       some: '0x00ff10',
@@ -1001,7 +1001,7 @@ describe('EventZoo: logs emitted by solc-compiled code', () => {
     });
   });
 
-  it('hashes indexed string, bytes and uint256[] filter values to the topics solc emitted', () => {
+  test('hashes indexed string, bytes and uint256[] filter values to the topics solc emitted', () => {
     const log = logAt(5);
     expect(log.topics.slice(1)).toEqual([
       keccak256(toBytes('héllo 🦊')),
@@ -1022,7 +1022,7 @@ describe('EventZoo: logs emitted by solc-compiled code', () => {
     });
   });
 
-  it('hashes an indexed struct, string[] and bytes32[2] to the topics solc emitted', () => {
+  test('hashes an indexed struct, string[] and bytes32[2] to the topics solc emitted', () => {
     const log = logAt(6);
     const paddedString = (text: string) => {
       const bytes = toBytes(text);
@@ -1048,7 +1048,7 @@ describe('EventZoo: logs emitted by solc-compiled code', () => {
     expect(passesFilter(event, log.topics)).toBe(true);
   });
 
-  it('compiles indexed static values to the topics solc emitted, and decodes them back', () => {
+  test('compiles indexed static values to the topics solc emitted, and decodes them back', () => {
     const log = logAt(7);
     const event = followed(fragment('IndexedStatic'), { on: true, tick: -1, sel: '0xA9059CBB' });
     expect(event.filter).toEqual(log.topics.slice(1).map((topic) => [topic]));
@@ -1056,14 +1056,14 @@ describe('EventZoo: logs emitted by solc-compiled code', () => {
     expect(passesFilter(followed(fragment('IndexedStatic'), { tick: ['0', '1'] }), log.topics)).toBe(false);
   });
 
-  it('decodes unnamed arguments by position and filters on them', () => {
+  test('decodes unnamed arguments by position and filters on them', () => {
     const log = logAt(8);
     const event = followed(fragment('Unnamed'), { arg0: USDT });
     expect(passesFilter(event, log.topics)).toBe(true);
     expect(decodeFollowedLog(event, log)).toEqual({ arg0: USDT, arg1: '42', arg2: 'unnamed' });
   });
 
-  it('decodes the anonymous event and filters it from its first topic', () => {
+  test('decodes the anonymous event and filters it from its first topic', () => {
     const log = logAt(9);
     const tag = pad(stringToHex('zoo'), { dir: 'right', size: 32 });
     const event = followed(fragment('Tagged'), { tag, n: '7' });

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Hex } from 'viem';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { type RpcReceiptFees, transactionFee } from './fees.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, '../../../test/fixtures/chains/ethereum');
@@ -22,7 +22,7 @@ const receipt = (name: string) => fixture(name) as unknown as RpcReceiptFees;
 const q = (value: unknown) => BigInt(value as string);
 
 describe('transactionFee on real receipts', () => {
-  it('Ethereum mainnet, EIP-1559: gasUsed × effectiveGasPrice', () => {
+  test('Ethereum mainnet, EIP-1559: gasUsed × effectiveGasPrice', () => {
     const r = receipt('eth_getTransactionReceipt-mainnet-0xcd718a69.json');
     const tx = fixture('eth_getTransactionByHash-mainnet-0xcd718a69.json');
     // gasUsed 0x27fb4 = 163764, effectiveGasPrice 0xb9029a7ea = 49663289322 wei.
@@ -35,7 +35,7 @@ describe('transactionFee on real receipts', () => {
     expect(transactionFee({ ...r, effectiveGasPrice: undefined }, tx.gasPrice as Hex)).toBe(expected);
   });
 
-  it('OP Mainnet after Ecotone: execution plus l1Fee, and l1Fee is the Ecotone formula of the same receipt', () => {
+  test('OP Mainnet after Ecotone: execution plus l1Fee, and l1Fee is the Ecotone formula of the same receipt', () => {
     const r = receipt('receipts/op-mainnet-ecotone-receipt-0x2bc7cb46.json');
     const gasUsed = q(r.gasUsed); // 0x85b9 = 34233
     const price = q(r.effectiveGasPrice); // 0x3ac9e84 = 61644420 wei
@@ -52,7 +52,7 @@ describe('transactionFee on real receipts', () => {
     expect(ecotone).toBe(l1Fee);
   });
 
-  it('OP Stack devnet after Isthmus: execution, l1Fee and the operator fee gasUsed × scalar / 1e6 + constant', () => {
+  test('OP Stack devnet after Isthmus: execution, l1Fee and the operator fee gasUsed × scalar / 1e6 + constant', () => {
     const r = receipt('receipts/op-devnet-isthmus-operator-fee-receipt-0x1d851a54.json');
     const gasUsed = q(r.gasUsed); // 0x12448 = 74824
     const execution = gasUsed * q(r.effectiveGasPrice); // × 0x6696339c = 1721119644 wei
@@ -81,7 +81,7 @@ describe('transactionFee on real receipts', () => {
     const r = (JSON.parse(text.replace(/\},\n(\s*)\],/, '}\n$1],')) as Json).result as RpcReceiptFees;
     const tx = fixture('receipts/op-mainnet-jovian-tx-0xca5a3c6b.json');
 
-    it('charges execution plus l1Fee, and no blob fee for blobGasUsed (the DA footprint)', () => {
+    test('charges execution plus l1Fee, and no blob fee for blobGasUsed (the DA footprint)', () => {
       const gasUsed = q(r.gasUsed); // 0xbdbfe = 777214
       const price = q(r.effectiveGasPrice); // 0x15f = 351 wei
       const l1Fee = q(r.l1Fee); // 0xae8f1995 = 2928613781 wei
@@ -91,7 +91,7 @@ describe('transactionFee on real receipts', () => {
       expect(tx.gasPrice).toBe(r.effectiveGasPrice);
     });
 
-    it('is consistent with op-geth: blobGasUsed = daFootprintGasScalar × DA size, l1Fee = Fjord formula', () => {
+    test('is consistent with op-geth: blobGasUsed = daFootprintGasScalar × DA size, l1Fee = Fjord formula', () => {
       // At the 100-byte minimum DA size (op-geth MinTransactionSize) both figures follow:
       expect(q(r.blobGasUsed)).toBe(q(r.daFootprintGasScalar) * 100n);
       // Fjord: max(100e6, estimatedSizeScaled) × (16 × l1BaseFee × l1BaseFeeScalar + l1BlobBaseFee × l1BlobBaseFeeScalar) / 1e12
@@ -102,7 +102,7 @@ describe('transactionFee on real receipts', () => {
       expect(fjord).toBe(q(r.l1Fee));
     });
 
-    it('takes the Jovian operator fee (gasUsed × scalar × 100 + constant) when the receipt has one', () => {
+    test('takes the Jovian operator fee (gasUsed × scalar × 100 + constant) when the receipt has one', () => {
       // OP Mainnet's receipt has no operator fee (both parameters zero); this adds the fields to it to
       // check the Jovian formula is chosen by the daFootprintGasScalar it carries.
       const withOperatorFee = {
@@ -117,7 +117,7 @@ describe('transactionFee on real receipts', () => {
     });
   });
 
-  it('Sepolia blob transaction (type 3): execution plus blobGasUsed × blobGasPrice', () => {
+  test('Sepolia blob transaction (type 3): execution plus blobGasUsed × blobGasPrice', () => {
     const r = receipt('receipts/sepolia-blob-receipt-0x50dc1e2e.json');
     const tx = fixture('receipts/sepolia-blob-tx-0x50dc1e2e.json');
     const execution = q(r.gasUsed) * q(r.effectiveGasPrice); // 21000 × 98182511 wei
@@ -132,7 +132,7 @@ describe('transactionFee on real receipts', () => {
     expect(tx.gasPrice).toBe(r.effectiveGasPrice);
   });
 
-  it('Arbitrum One: gasUsed already includes gasUsedForL1, nothing is added', () => {
+  test('Arbitrum One: gasUsed already includes gasUsedForL1, nothing is added', () => {
     const r = receipt('receipts/arbitrum-one-receipt-0x5aeca744.json');
     const gasUsed = q(r.gasUsed); // 0x3ad89 = 241033
     const price = q(r.effectiveGasPrice); // 0x989680 = 10000000 wei
@@ -145,7 +145,7 @@ describe('transactionFee on real receipts', () => {
 describe('transactionFee edge cases', () => {
   const eth = receipt('eth_getTransactionReceipt-mainnet-0xcd718a69.json');
 
-  it('falls back to the transaction gasPrice when a legacy receipt has no effectiveGasPrice', () => {
+  test('falls back to the transaction gasPrice when a legacy receipt has no effectiveGasPrice', () => {
     const legacy = { gasUsed: '0x5208' } as RpcReceiptFees;
     expect(transactionFee(legacy, '0x4a817c800')).toBe(21_000n * 20_000_000_000n);
     expect(transactionFee({ ...legacy, effectiveGasPrice: null }, '0x4a817c800')).toBe(
@@ -155,12 +155,12 @@ describe('transactionFee edge cases', () => {
     expect(transactionFee({ ...legacy, effectiveGasPrice: '0x1' }, '0x4a817c800')).toBe(21_000n);
   });
 
-  it('throws when no price per gas is known at all', () => {
+  test('throws when no price per gas is known at all', () => {
     expect(() => transactionFee({ gasUsed: '0x5208' })).toThrow(/no effectiveGasPrice/);
     expect(() => transactionFee({ gasUsed: '0x5208' }, null)).toThrow(/no effectiveGasPrice/);
   });
 
-  it('adds nothing for absent or null blob, L1 and operator fields', () => {
+  test('adds nothing for absent or null blob, L1 and operator fields', () => {
     const plain = q(eth.gasUsed) * q(eth.effectiveGasPrice);
     expect(eth.blobGasUsed).toBeUndefined();
     expect(transactionFee(eth)).toBe(plain);
@@ -176,7 +176,7 @@ describe('transactionFee edge cases', () => {
     ).toBe(plain);
   });
 
-  it('gives 0 for an OP Stack deposit (type 0x7e), whatever price its receipt reports', () => {
+  test('gives 0 for an OP Stack deposit (type 0x7e), whatever price its receipt reports', () => {
     // Values quoted in ethereum-optimism/optimism issue #5287 from an OP Goerli deposit receipt:
     // gasUsed 0xb735 and effectiveGasPrice 0x32, although deposits pay nothing on L2.
     const deposit = { type: '0x7e', gasUsed: '0xb735', effectiveGasPrice: '0x32' } as RpcReceiptFees;
@@ -185,17 +185,17 @@ describe('transactionFee edge cases', () => {
     expect(transactionFee({ ...deposit, type: '0x7E' })).toBe(0n);
   });
 
-  it('throws for a blob receipt missing half of its blob fields', () => {
+  test('throws for a blob receipt missing half of its blob fields', () => {
     const blob = receipt('receipts/sepolia-blob-receipt-0x50dc1e2e.json');
     expect(() => transactionFee({ ...blob, blobGasPrice: undefined })).toThrow(/type 0x3.*blobGasPrice/);
     expect(() => transactionFee({ ...blob, blobGasUsed: undefined })).toThrow(/type 0x3.*blobGasUsed/);
   });
 
-  it('charges no blob fee to a receipt with the block’s blobGasPrice but no blobGasUsed (anvil)', () => {
+  test('charges no blob fee to a receipt with the block’s blobGasPrice but no blobGasUsed (anvil)', () => {
     expect(transactionFee({ ...eth, blobGasPrice: '0x1' })).toBe(transactionFee(eth));
   });
 
-  it.each([
+  test.each([
     ['gasUsed', { gasUsed: '0xzz' }],
     ['gasUsed', { gasUsed: '5208' }],
     ['gasUsed', { gasUsed: '0x' }],
@@ -217,13 +217,13 @@ describe('transactionFee edge cases', () => {
     expect(() => transactionFee(broken)).toThrow(new RegExp(`receipt field ${field} is not a hex quantity`));
   });
 
-  it('garbage in the fallback gasPrice throws too', () => {
+  test('garbage in the fallback gasPrice throws too', () => {
     expect(() => transactionFee({ gasUsed: '0x5208' }, '0xnope' as Hex)).toThrow(
       /gasPrice \(of the transaction\) is not a hex quantity/,
     );
   });
 
-  it('keeps exact integers far beyond 2^53', () => {
+  test('keeps exact integers far beyond 2^53', () => {
     const big = {
       gasUsed: '0xffffffffffffffff',
       effectiveGasPrice: '0xffffffffffffffffffff',

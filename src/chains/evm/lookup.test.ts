@@ -16,7 +16,7 @@ import {
   serializeTransaction,
   type TestClient,
 } from 'viem';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import {
   type AnvilClients,
   anvilClients,
@@ -129,7 +129,7 @@ afterAll(async () => {
 });
 
 describe('isEvmTxId', () => {
-  it('accepts 0x and 64 hex digits in any case, and nothing else', () => {
+  test('accepts 0x and 64 hex digits in any case, and nothing else', () => {
     expect(isEvmTxId(`0x${'ab'.repeat(32)}`)).toBe(true);
     expect(isEvmTxId(`0x${'AbCdEf01'.repeat(8)}`)).toBe(true);
     expect(isEvmTxId(`0x${'a'.repeat(63)}`)).toBe(false);
@@ -142,7 +142,7 @@ describe('isEvmTxId', () => {
 });
 
 describe('createEvmLookup on a real anvil chain', () => {
-  it('maps a plain transfer, every field', async () => {
+  test('maps a plain transfer, every field', async () => {
     const hash = await wallet(0).sendTransaction({ to: account(1), value: parseEther('1.5') });
     const receipt = await mined(clients.publicClient, hash);
     const block = await clients.publicClient.getBlock({ blockNumber: receipt.blockNumber });
@@ -177,7 +177,7 @@ describe('createEvmLookup on a real anvil chain', () => {
     await expectSignatureOfSender(result.view, hash);
   });
 
-  it('finds a transaction by its hash in upper case, and reports the id as the node writes it', async () => {
+  test('finds a transaction by its hash in upper case, and reports the id as the node writes it', async () => {
     const hash = await wallet(1).sendTransaction({ to: account(2), value: 1n });
     await mined(clients.publicClient, hash);
     const result = await lookupOrFail(`0x${hash.slice(2).toUpperCase()}` as Hash);
@@ -185,7 +185,7 @@ describe('createEvmLookup on a real anvil chain', () => {
     expect(result.view.sender).toBe('0x70997970C51812dc3A010C7d01b50e0d17dc79C8');
   });
 
-  it('maps a contract call: its calldata as the base64 note, txType call', async () => {
+  test('maps a contract call: its calldata as the base64 note, txType call', async () => {
     const data = encodeFunctionData({ abi: tokenAbi, functionName: 'transfer', args: [account(2), 25n] });
     const hash = await wallet(0).sendTransaction({ to: token.address, data });
     const receipt = await mined(clients.publicClient, hash);
@@ -201,7 +201,7 @@ describe('createEvmLookup on a real anvil chain', () => {
     await expectSignatureOfSender(view, hash);
   });
 
-  it('maps a contract creation: the init code as the base64 note, txType create', async () => {
+  test('maps a contract creation: the init code as the base64 note, txType create', async () => {
     const receipt = await clients.publicClient.getTransactionReceipt({ hash: token.deployHash });
     const block = await clients.publicClient.getBlock({ blockNumber: receipt.blockNumber });
 
@@ -217,7 +217,7 @@ describe('createEvmLookup on a real anvil chain', () => {
     await expectSignatureOfSender(view, token.deployHash);
   });
 
-  it('shows a reverted transaction as included and charged: fee and confirmedRound set', async () => {
+  test('shows a reverted transaction as included and charged: fee and confirmedRound set', async () => {
     const hash = await wallet(0).writeContract({
       address: token.address,
       abi: tokenAbi,
@@ -244,7 +244,7 @@ describe('createEvmLookup on a real anvil chain', () => {
     expect(view.fee).toBeGreaterThan(0n);
   });
 
-  it('shows a pending transaction with no block, time, index or fee, then the same one once mined', async () => {
+  test('shows a pending transaction with no block, time, index or fee, then the same one once mined', async () => {
     const lookup = createEvmLookup(clients.publicClient);
     await testClient.setAutomine(false);
     try {
@@ -284,7 +284,7 @@ describe('createEvmLookup on a real anvil chain', () => {
     }
   });
 
-  it('reports a fee above 2^53 wei digit-exact', async () => {
+  test('reports a fee above 2^53 wei digit-exact', async () => {
     const hash = await wallet(6).sendTransaction({
       to: account(7),
       value: 1n,
@@ -302,7 +302,7 @@ describe('createEvmLookup on a real anvil chain', () => {
     expect(String(view.fee)).toBe('21000000000000000000');
   });
 
-  it('counts the blob gas a blob transaction (type 3) paid in its fee', async () => {
+  test('counts the blob gas a blob transaction (type 3) paid in its fee', async () => {
     const value = 5n;
     // anvil verifies the blob's KZG proof before answering, which takes seconds of CPU on a busy
     // machine: a client of its own waits for it longer than viem's 10 s.
@@ -345,7 +345,7 @@ describe('createEvmLookup on a real anvil chain', () => {
     expect(before - after).toBe(value + view.fee!);
   });
 
-  it('encodes v as 27 + yParity for a legacy EIP-155 transaction too', async () => {
+  test('encodes v as 27 + yParity for a legacy EIP-155 transaction too', async () => {
     const gasPrice = await clients.publicClient.getGasPrice();
     const hash = await wallet(8).sendTransaction({ to: account(9), value: 3n, type: 'legacy', gasPrice });
     await mined(clients.publicClient, hash);
@@ -358,7 +358,7 @@ describe('createEvmLookup on a real anvil chain', () => {
     expect(view.fee).toBe(21_000n * gasPrice);
   });
 
-  it('answers undefined for a hash the node does not know, and for an id that is no hash', async () => {
+  test('answers undefined for a hash the node does not know, and for an id that is no hash', async () => {
     const lookup = createEvmLookup(clientAt(proxy.url));
     answerWith(() => undefined);
     expect(await lookup(`0x${'12'.repeat(32)}`)).toBeUndefined();
@@ -370,7 +370,7 @@ describe('createEvmLookup on a real anvil chain', () => {
 });
 
 describe('genesisHash and genesisId', () => {
-  it('are read from the node once per client, however many lookups use it', async () => {
+  test('are read from the node once per client, however many lookups use it', async () => {
     const first = await wallet(0).sendTransaction({ to: account(1), value: 1n });
     const second = await wallet(0).sendTransaction({ to: account(1), value: 2n });
     await mined(clients.publicClient, second);
@@ -392,7 +392,7 @@ describe('genesisHash and genesisId', () => {
     expect(seen.filter((r) => r.method === 'eth_getTransactionByHash')).toHaveLength(3);
   });
 
-  it('are asked again after a failed read rather than remembering the failure', async () => {
+  test('are asked again after a failed read rather than remembering the failure', async () => {
     const hash = await wallet(0).sendTransaction({ to: account(1), value: 1n });
     await mined(clients.publicClient, hash);
     const lookup = createEvmLookup(clientAt(proxy.url));
@@ -405,7 +405,7 @@ describe('genesisHash and genesisId', () => {
 });
 
 describe('final', () => {
-  it("follows the node's finalized block (anvil: 64 below the latest)", async () => {
+  test("follows the node's finalized block (anvil: 64 below the latest)", async () => {
     const lookup = createEvmLookup(clients.publicClient);
     const hash = await wallet(2).sendTransaction({ to: account(3), value: 1n });
     await mined(clients.publicClient, hash);
@@ -416,7 +416,7 @@ describe('final', () => {
     expect((await lookupOrFail(hash, lookup)).final).toBe(true);
   });
 
-  it('counts finalityDepth blocks on top when the node does not know the finalized tag', async () => {
+  test('counts finalityDepth blocks on top when the node does not know the finalized tag', async () => {
     answerWith((method, params) =>
       method === 'eth_getBlockByNumber' && params[0] === 'finalized'
         ? { error: { code: -32602, message: 'invalid block tag finalized' } }
@@ -433,7 +433,7 @@ describe('final', () => {
     expect(seen.some((r) => r.method === 'eth_blockNumber')).toBe(true);
   });
 
-  it('counts depth as well when the node has no finalized block yet', async () => {
+  test('counts depth as well when the node has no finalized block yet', async () => {
     answerWith((method, params) =>
       method === 'eth_getBlockByNumber' && params[0] === 'finalized' ? { result: null } : undefined,
     );
@@ -444,7 +444,7 @@ describe('final', () => {
     expect((await lookupOrFail(hash, createEvmLookup(client, { finalityDepth: 0 }))).final).toBe(true);
   });
 
-  it('is never true for a pending transaction, even with finalityDepth 0', async () => {
+  test('is never true for a pending transaction, even with finalityDepth 0', async () => {
     await testClient.setAutomine(false);
     try {
       const hash = await wallet(2).sendTransaction({ to: account(3), value: 1n });
@@ -457,7 +457,7 @@ describe('final', () => {
     }
   });
 
-  it('rejects a finalityDepth that is not a non-negative integer', () => {
+  test('rejects a finalityDepth that is not a non-negative integer', () => {
     expect(() => createEvmLookup(clients.publicClient, { finalityDepth: -1 })).toThrow(RangeError);
     expect(() => createEvmLookup(clients.publicClient, { finalityDepth: 1.5 })).toThrow(RangeError);
   });
@@ -470,7 +470,7 @@ describe('a node that cannot serve the lookup', () => {
     await mined(clients.publicClient, minedHash);
   });
 
-  it('is UpstreamUnavailableError when nothing listens at its address', async () => {
+  test('is UpstreamUnavailableError when nothing listens at its address', async () => {
     const server = http.createServer();
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as AddressInfo;
@@ -481,14 +481,14 @@ describe('a node that cannot serve the lookup', () => {
     expect(error.message).toBe(`The EVM node at 127.0.0.1:${port} could not be reached`);
   });
 
-  it('is UpstreamUnavailableError when it answers HTTP 500', async () => {
+  test('is UpstreamUnavailableError when it answers HTTP 500', async () => {
     answerWith((method) => (method === 'eth_getTransactionByHash' ? { httpStatus: 500 } : undefined));
     const error = await createEvmLookup(clientAt(proxy.url))(minedHash).catch((e) => e);
     expect(error).toBeInstanceOf(UpstreamUnavailableError);
     expect(error.message).toBe(`The EVM node at ${new URL(proxy.url).host} answered HTTP 500`);
   });
 
-  it('is UpstreamUnavailableError when only the receipt or the finalized block fails', async () => {
+  test('is UpstreamUnavailableError when only the receipt or the finalized block fails', async () => {
     for (const failing of ['eth_getTransactionReceipt', 'eth_getBlockByNumber']) {
       answerWith((method) => (method === failing ? { httpStatus: 503 } : undefined));
       await expect(createEvmLookup(clientAt(proxy.url))(minedHash)).rejects.toBeInstanceOf(
@@ -497,7 +497,7 @@ describe('a node that cannot serve the lookup', () => {
     }
   });
 
-  it('is UpstreamUnavailableError when it answers with a JSON-RPC error', async () => {
+  test('is UpstreamUnavailableError when it answers with a JSON-RPC error', async () => {
     answerWith((method) =>
       method === 'eth_getTransactionByHash'
         ? { error: { code: -32603, message: 'internal error' } }
@@ -508,7 +508,7 @@ describe('a node that cannot serve the lookup', () => {
     expect(error.message).toMatch(/answered with an error \(-32603: internal error\)$/);
   });
 
-  it('is UpstreamUnavailableError when it does not answer in time', async () => {
+  test('is UpstreamUnavailableError when it does not answer in time', async () => {
     const silent = http.createServer(() => {
       // never answers
     });
@@ -526,7 +526,7 @@ describe('a node that cannot serve the lookup', () => {
     }
   });
 
-  it('asks again when the receipt lags the transaction, and gives up as unavailable if it stays away', async () => {
+  test('asks again when the receipt lags the transaction, and gives up as unavailable if it stays away', async () => {
     let misses = 1;
     answerWith((method) =>
       method === 'eth_getTransactionReceipt' && misses-- > 0 ? { result: null } : undefined,

@@ -17,7 +17,7 @@ import {
   type RpcTransactionReceipt as ViemRpcReceipt,
   type RpcTransaction as ViemRpcTransaction,
 } from 'viem';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { anvilClients, artifact, type ContractName, deploy, mined } from '../../../test/helpers/anvil.js';
 import {
   checksummedTransfer,
@@ -120,7 +120,7 @@ describe('rpcTransfers on a recorded mainnet transaction', () => {
   const tx = fixture('eth_getTransactionByHash-mainnet-0xcd718a69.json');
   const receipt = fixture('eth_getTransactionReceipt-mainnet-0xcd718a69.json');
 
-  it('reads the two ERC-20 transfers of a Uniswap swap as viem does, and nothing from Approval or Swap', () => {
+  test('reads the two ERC-20 transfers of a Uniswap swap as viem does, and nothing from Approval or Swap', () => {
     const transfers = checksummed([tx], [receipt]);
     expect(transfers).toEqual(viemTransfers([tx], [receipt]));
     expect(transfers.map((t) => [t.kind, t.token, t.logIndex, t.value])).toEqual([
@@ -153,7 +153,7 @@ describe('rpcTransfers on an anvil chain', () => {
     return ((await response.json()) as { result: unknown }).result;
   };
 
-  it('reads from every block what viem reads', async () => {
+  test('reads from every block what viem reads', async () => {
     const { publicClient, wallets } = anvilClients(anvil);
     const account = (i: number) => anvil.accounts[i]!.address;
     const call = (

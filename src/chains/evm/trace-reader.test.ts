@@ -3,7 +3,7 @@
  * behind a JSON-RPC proxy that plays nodes refusing one or both.
  */
 import { createPublicClient, http, type PublicClient, parseEther } from 'viem';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import {
   anvilClients,
   artifact,
@@ -79,7 +79,7 @@ describe('the trace reader', () => {
     ],
   ];
 
-  it('auto reads callTracer where the node has it, and says so', async () => {
+  test('auto reads callTracer where the node has it, and says so', async () => {
     const changes: TracesStatus[] = [];
     const reader = createTraceReader(client, 'auto', { onChange: (s) => changes.push({ ...s }) });
     expect(reader.status()).toMatchObject({ available: false, reason: 'not probed yet' });
@@ -90,7 +90,7 @@ describe('the trace reader', () => {
     expect(asked()).toEqual(['debug_traceBlockByNumber']);
   });
 
-  it('auto falls back to trace_block on a node without debug methods, with the same transfers', async () => {
+  test('auto falls back to trace_block on a node without debug methods, with the same transfers', async () => {
     refuse(['debug_traceBlockByNumber']);
     const reader = createTraceReader(client, 'auto');
     expect(await read(reader)).toEqual(forwarded());
@@ -100,7 +100,7 @@ describe('the trace reader', () => {
     expect(asked()).toEqual(['debug_traceBlockByNumber', 'trace_block', 'trace_block']);
   });
 
-  it('a node refusing both: no traces, the reason, and the node asked again only after ten minutes', async () => {
+  test('a node refusing both: no traces, the reason, and the node asked again only after ten minutes', async () => {
     refuse(TRACE_METHODS);
     let now = 1_000_000;
     const reader = createTraceReader(client, 'auto', { now: () => now });
@@ -122,7 +122,7 @@ describe('the trace reader', () => {
     expect(reader.status().available).toBe(true);
   });
 
-  it('a method named by the setting is the only one asked; off asks nothing', async () => {
+  test('a method named by the setting is the only one asked; off asks nothing', async () => {
     refuse(['debug_traceBlockByNumber']);
     const debugOnly = createTraceReader(client, 'debug');
     expect(await read(debugOnly)).toBeUndefined();
@@ -135,14 +135,14 @@ describe('the trace reader', () => {
     expect(asked()).toEqual(['debug_traceBlockByNumber', 'trace_block']);
   });
 
-  it('a node that fails (not refuses) fails the read, to be retried: traces are not turned off', async () => {
+  test('a node that fails (not refuses) fails the read, to be retried: traces are not turned off', async () => {
     proxy.intercept((request) => (TRACE_METHODS.includes(request.method) ? { httpStatus: 503 } : undefined));
     const reader = createTraceReader(client, 'auto');
     await expect(read(reader)).rejects.toThrow();
     expect(reader.status().reason).toBe('not probed yet');
   });
 
-  it('an answer of another block fails the read', async () => {
+  test('an answer of another block fails the read', async () => {
     proxy.intercept((request) => (TRACE_METHODS.includes(request.method) ? { result: [] } : undefined));
     await expect(read(createTraceReader(client, 'debug'))).rejects.toThrow(/TraceMismatch|transaction/);
     await expect(read(createTraceReader(client, 'parity'))).rejects.toThrow(/TraceMismatch|transaction/);
@@ -171,7 +171,7 @@ describe('the trace reader', () => {
     ],
   ];
 
-  it.each(PRUNED_STATE)(
+  test.each(PRUNED_STATE)(
     "%s: a block whose state is pruned is a gap at once, with the node's words",
     async (_, error) => {
       proxy.intercept((request) => (TRACE_METHODS.includes(request.method) ? { error } : undefined));
@@ -187,7 +187,7 @@ describe('the trace reader', () => {
     },
   );
 
-  it("other failures are retried until the block's traces have failed for the wait, then it is a gap", async () => {
+  test("other failures are retried until the block's traces have failed for the wait, then it is a gap", async () => {
     proxy.intercept((request) => (TRACE_METHODS.includes(request.method) ? { httpStatus: 503 } : undefined));
     let now = 1_000_000;
     const reader = createTraceReader(client, 'debug', { now: () => now, waitMs: 60_000 });
@@ -202,7 +202,7 @@ describe('the trace reader', () => {
     await expect(read(reader)).rejects.toThrow();
   });
 
-  it('an answer of another block, failing for the wait, is a gap too; with a wait of 0 it never is', async () => {
+  test('an answer of another block, failing for the wait, is a gap too; with a wait of 0 it never is', async () => {
     proxy.intercept((request) => (TRACE_METHODS.includes(request.method) ? { result: [] } : undefined));
     let now = 0;
     const waiting = createTraceReader(client, 'parity', { now: () => now, waitMs: 1_000 });
@@ -215,7 +215,7 @@ describe('the trace reader', () => {
     await expect(read(forever)).rejects.toThrow();
   });
 
-  it('a block traced after failing is read in full, and its failures forgotten', async () => {
+  test('a block traced after failing is read in full, and its failures forgotten', async () => {
     let failing = true;
     proxy.intercept((request) =>
       failing && TRACE_METHODS.includes(request.method) ? { httpStatus: 502 } : undefined,

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Hex } from 'viem';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import {
   blockInternalTransfers,
   type CallFrame,
@@ -126,7 +126,7 @@ function blockOf(file: string) {
 const mismatch = (f: () => unknown) => expect(f).toThrow(TraceMismatchError);
 
 describe('geth tracer test vectors', () => {
-  it.each(gethFiles)('%s: the transfers the summary counts, and nothing else', (file) => {
+  test.each(gethFiles)('%s: the transfers the summary counts, and nothing else', (file) => {
     const s = summary[file]!;
     const got = transfersOfGethFile(file);
     expect(got).toEqual(expected(s.succeeded!));
@@ -135,7 +135,7 @@ describe('geth tracer test vectors', () => {
     for (const p of notMoved(s)) expect(out.has(p)).toBe(false);
   });
 
-  it('has the cases the issue names: a selfdestruct, a reverted frame, a frame with value but no transfer', () => {
+  test('has the cases the issue names: a selfdestruct, a reverted frame, a frame with value but no transfer', () => {
     // Guards the data-driven test above against a summary that lost its interesting cases.
     const all = gethFiles.map((f) => summary[f]!);
     expect(all.flatMap((s) => s.succeeded!).some((f) => f.type === 'SELFDESTRUCT')).toBe(true);
@@ -144,7 +144,7 @@ describe('geth tracer test vectors', () => {
     expect(shown).toEqual(expect.arrayContaining(['CALLCODE', 'DELEGATECALL']));
   });
 
-  it.each(['simple.json', 'inner_throw_outer_revert.json'])(
+  test.each(['simple.json', 'inner_throw_outer_revert.json'])(
     '%s: callTracer and flat forms of one transaction give the same transfers',
     (name) => {
       const nested = geth(`call_tracer/${name}`).result as CallFrame;
@@ -167,12 +167,12 @@ describe('geth tracer test vectors', () => {
     },
   );
 
-  it('parity entries may come in any order', () => {
+  test('parity entries may come in any order', () => {
     const flat = geth('call_tracer_flat/simple.json').result as ParityTrace[];
     expect(parityTransfers([...flat].reverse())).toEqual(parityTransfers(flat));
   });
 
-  it('a CREATE2 with value pays the created contract (real trace, value set)', () => {
+  test('a CREATE2 with value pays the created contract (real trace, value set)', () => {
     const flat = clone(geth('call_tracer_flat/nested_create2_action_gas.json').result as ParityTrace[]);
     const inner = flat.find((e) => e.traceAddress.length === 1)!;
     expect(inner.action.creationMethod).toBe('create2');
@@ -188,7 +188,7 @@ describe('geth tracer test vectors', () => {
     ]);
   });
 
-  it('the flat suicide moves its balance to the refund address (real trace, balance set)', () => {
+  test('the flat suicide moves its balance to the refund address (real trace, balance set)', () => {
     const flat = clone(geth('call_tracer_flat/selfdestruct.json').result as ParityTrace[]);
     const suicide = flat.find((e) => e.type === 'suicide')!;
     suicide.action.balance = '0x2a';
@@ -203,7 +203,7 @@ describe('geth tracer test vectors', () => {
     ]);
   });
 
-  it('addresses come out in lower case', () => {
+  test('addresses come out in lower case', () => {
     const top = clone(geth('call_tracer/simple.json').result as CallFrame);
     const inner = top.calls![0]!;
     inner.from = inner.from.toUpperCase().replace('0X', '0x');
@@ -215,30 +215,35 @@ describe('geth tracer test vectors', () => {
 });
 
 describe('erigon mainnet traces', () => {
-  it.each(erigonFiles)('%s: the transfers the summary counts, per transaction, and nothing else', (file) => {
-    const s = summary[file]!;
-    const entries = erigonResult(file);
-    expect(entries.length).toBe(s.traceEntries);
-    // Transactions by hash, as the answer gives them (trace_transaction: a single one).
-    const txHashes = [...new Set(entries.filter((e) => e.type !== 'reward').map((e) => e.transactionHash!))];
-    expect(txHashes.length).toBe(s.transactions);
-    const summarized = new Map(s.transactionsWithValueFrames!.map((t) => [t.transactionHash, t]));
-    let counted = 0;
-    let total = 0n;
-    for (const hash of txHashes) {
-      const got = parityTransfers(entries.filter((e) => e.transactionHash === hash));
-      const tx = summarized.get(hash as Hex);
-      expect(got).toEqual(expected(tx?.succeeded ?? []));
-      const out = new Set(got.map((t) => t.traceAddress));
-      for (const p of notMoved(tx ?? {})) expect(out.has(p)).toBe(false);
-      counted += got.length;
-      total += sum(got);
-    }
-    expect(counted).toBe(s.succeededCount);
-    expect(total).toBe(BigInt(s.succeededSumWei));
-  });
+  test.each(erigonFiles)(
+    '%s: the transfers the summary counts, per transaction, and nothing else',
+    (file) => {
+      const s = summary[file]!;
+      const entries = erigonResult(file);
+      expect(entries.length).toBe(s.traceEntries);
+      // Transactions by hash, as the answer gives them (trace_transaction: a single one).
+      const txHashes = [
+        ...new Set(entries.filter((e) => e.type !== 'reward').map((e) => e.transactionHash!)),
+      ];
+      expect(txHashes.length).toBe(s.transactions);
+      const summarized = new Map(s.transactionsWithValueFrames!.map((t) => [t.transactionHash, t]));
+      let counted = 0;
+      let total = 0n;
+      for (const hash of txHashes) {
+        const got = parityTransfers(entries.filter((e) => e.transactionHash === hash));
+        const tx = summarized.get(hash as Hex);
+        expect(got).toEqual(expected(tx?.succeeded ?? []));
+        const out = new Set(got.map((t) => t.traceAddress));
+        for (const p of notMoved(tx ?? {})) expect(out.has(p)).toBe(false);
+        counted += got.length;
+        total += sum(got);
+      }
+      expect(counted).toBe(s.succeededCount);
+      expect(total).toBe(BigInt(s.succeededSumWei));
+    },
+  );
 
-  it('block 17073191: 53 calls in 24 transactions counted; 3 reverted and 12 delegatecalls with value left out', () => {
+  test('block 17073191: 53 calls in 24 transactions counted; 3 reverted and 12 delegatecalls with value left out', () => {
     const file = 'erigon/trace_block-mainnet-17073191.json';
     const s = summary[file]!;
     const txs = s.transactionsWithValueFrames!;
@@ -267,7 +272,7 @@ describe('blockInternalTransfers, parity (trace_block)', () => {
   const file = 'erigon/trace_block-mainnet-4417196.json';
   const answer = () => clone(erigonResult(file));
 
-  it('a block that matches passes; its reward entries are ignored', () => {
+  test('a block that matches passes; its reward entries are ignored', () => {
     const entries = answer();
     expect(entries.filter((e) => e.type === 'reward').length).toBe(2);
     const block = blockOf(file);
@@ -287,18 +292,18 @@ describe('blockInternalTransfers, parity (trace_block)', () => {
     ).toEqual(got);
   });
 
-  it('an empty block is an empty array', () => {
+  test('an empty block is an empty array', () => {
     const block = { hash: `0x${'11'.repeat(32)}` as Hex, number: 1n, transactions: [] };
     expect(blockInternalTransfers('parity', [], block)).toEqual([]);
     expect(blockInternalTransfers('debug', [], block)).toEqual([]);
   });
 
-  it('not an array', () => {
+  test('not an array', () => {
     mismatch(() => blockInternalTransfers('parity', { result: answer() }, blockOf(file)));
     mismatch(() => blockInternalTransfers('parity', null, blockOf(file)));
   });
 
-  it('a block with a transaction more or less', () => {
+  test('a block with a transaction more or less', () => {
     const block = blockOf(file);
     mismatch(() =>
       blockInternalTransfers('parity', answer(), {
@@ -311,7 +316,7 @@ describe('blockInternalTransfers, parity (trace_block)', () => {
     );
   });
 
-  it('a transaction hash that is not the block one at that position', () => {
+  test('a transaction hash that is not the block one at that position', () => {
     const block = blockOf(file);
     const swapped = [...block.transactions];
     [swapped[3], swapped[4]] = [swapped[4]!, swapped[3]!];
@@ -321,7 +326,7 @@ describe('blockInternalTransfers, parity (trace_block)', () => {
     mismatch(() => blockInternalTransfers('parity', answer(), { ...block, transactions: unknown }));
   });
 
-  it("another block's hash or number", () => {
+  test("another block's hash or number", () => {
     const block = blockOf(file);
     mismatch(() => blockInternalTransfers('parity', answer(), { ...block, hash: `0x${'ee'.repeat(32)}` }));
     mismatch(() => blockInternalTransfers('parity', answer(), { ...block, number: block.number + 1n }));
@@ -336,7 +341,7 @@ describe('blockInternalTransfers, parity (trace_block)', () => {
     mismatch(() => blockInternalTransfers('parity', reward, block));
   });
 
-  it('entries of one transaction not together, or with two positions', () => {
+  test('entries of one transaction not together, or with two positions', () => {
     const block = blockOf(file);
     const entries = answer();
     // Move transaction 1's entry [0] after transaction 2's entries.
@@ -350,7 +355,7 @@ describe('blockInternalTransfers, parity (trace_block)', () => {
     mismatch(() => blockInternalTransfers('parity', position, block));
   });
 
-  it('malformed entries', () => {
+  test('malformed entries', () => {
     const block = blockOf(file);
     const corrupt = (change: (e: ParityTrace) => void) => {
       const entries = answer();
@@ -401,7 +406,7 @@ describe('blockInternalTransfers, parity (trace_block)', () => {
     );
   });
 
-  it('traceAddress not consistent with subtraces', () => {
+  test('traceAddress not consistent with subtraces', () => {
     const block = blockOf(file);
     const tx16 = (entries: ParityTrace[]) => entries.filter((e) => e.transactionPosition === 16);
     // Transaction 16: a top entry with 3 subtraces: [0], [1] (with [1,0] below it) and [2].
@@ -454,7 +459,7 @@ describe('blockInternalTransfers, parity (trace_block)', () => {
     }
   });
 
-  it('a reward entry inside a transaction trace, or a trace entry of a transaction in parityTransfers', () => {
+  test('a reward entry inside a transaction trace, or a trace entry of a transaction in parityTransfers', () => {
     const entries = answer();
     const reward = entries.find((e) => e.type === 'reward')!;
     mismatch(() => parityTransfers([entries[0]!, reward]));
@@ -479,7 +484,7 @@ describe('blockInternalTransfers, debug (callTracer)', () => {
   const answer = () =>
     files.map((f) => ({ txHash: summary[f]!.transactionHash as string, result: geth(f).result }));
 
-  it.each(gethFiles.filter((f) => !isFlat(f)))('%s as a one-transaction block', (file) => {
+  test.each(gethFiles.filter((f) => !isFlat(f)))('%s as a one-transaction block', (file) => {
     const hash = summary[file]!.transactionHash!;
     const got = blockInternalTransfers('debug', [{ txHash: hash, result: geth(file).result }], {
       hash: `0x${'34'.repeat(32)}`,
@@ -489,20 +494,20 @@ describe('blockInternalTransfers, debug (callTracer)', () => {
     expect(got).toEqual([expected(summary[file]!.succeeded!)]);
   });
 
-  it('a block that matches passes, in block order', () => {
+  test('a block that matches passes, in block order', () => {
     expect(blockInternalTransfers('debug', answer(), block)).toEqual(
       files.map((f) => expected(summary[f]!.succeeded!)),
     );
   });
 
-  it('older geth without txHash: count and order only', () => {
+  test('older geth without txHash: count and order only', () => {
     const bare = answer().map(({ result }) => ({ result }));
     expect(blockInternalTransfers('debug', bare, block)).toEqual(
       blockInternalTransfers('debug', answer(), block),
     );
   });
 
-  it('a transaction more or less, a swapped or unknown hash, not an array', () => {
+  test('a transaction more or less, a swapped or unknown hash, not an array', () => {
     mismatch(() => blockInternalTransfers('debug', answer().slice(0, 2), block));
     mismatch(() => blockInternalTransfers('debug', [...answer(), answer()[0]], block));
     const swapped = answer();
@@ -517,7 +522,7 @@ describe('blockInternalTransfers, debug (callTracer)', () => {
     mismatch(() => blockInternalTransfers('debug', { 0: answer()[0] }, block));
   });
 
-  it('a per-transaction tracer error', () => {
+  test('a per-transaction tracer error', () => {
     const failed: unknown[] = answer();
     failed[1] = { txHash: block.transactions[1]!.hash, error: 'execution timeout' };
     mismatch(() => blockInternalTransfers('debug', failed, block));
@@ -526,7 +531,7 @@ describe('blockInternalTransfers, debug (callTracer)', () => {
     mismatch(() => blockInternalTransfers('debug', neither, block));
   });
 
-  it('malformed frames', () => {
+  test('malformed frames', () => {
     const corrupt = (change: (inner: CallFrame, top: CallFrame) => void) => {
       const a = answer();
       const top = a[0]!.result as CallFrame;
@@ -572,7 +577,7 @@ describe('blockInternalTransfers, debug (callTracer)', () => {
     for (const change of cases) mismatch(corrupt(change));
   });
 
-  it('a failed CREATE has no `to` and is accepted; it moves nothing', () => {
+  test('a failed CREATE has no `to` and is accepted; it moves nothing', () => {
     const top = geth('call_tracer/inner_create_oog_outer_throw.json').result as CallFrame;
     const create = top.calls![0]!;
     expect(create.type).toBe('CREATE');
@@ -603,7 +608,7 @@ describe('hostile answers', () => {
     return top;
   }
 
-  it('10,000 nested frames: refused as deeper than the EVM allows, no stack overflow', () => {
+  test('10,000 nested frames: refused as deeper than the EVM allows, no stack overflow', () => {
     let error: unknown;
     try {
       callFrameTransfers(chain(10_000));
@@ -613,14 +618,14 @@ describe('hostile answers', () => {
     expect(error).toBeInstanceOf(TraceMismatchError);
   });
 
-  it('the deepest trace the EVM can make is read', () => {
+  test('the deepest trace the EVM can make is read', () => {
     const got = callFrameTransfers(chain(MAX_TRACE_DEPTH));
     expect(got.length).toBe(MAX_TRACE_DEPTH);
     expect(got.at(-1)!.traceAddress).toBe(Array(MAX_TRACE_DEPTH).fill('0').join('.'));
     mismatch(() => callFrameTransfers(chain(MAX_TRACE_DEPTH + 1)));
   });
 
-  it('a parity traceAddress deeper than the EVM allows', () => {
+  test('a parity traceAddress deeper than the EVM allows', () => {
     const top: ParityTrace = {
       type: 'call',
       action: { callType: 'call', from: A, to: B, value: '0x0' },
@@ -631,7 +636,7 @@ describe('hostile answers', () => {
     mismatch(() => parityTransfers([top, deep]));
   });
 
-  it('200,000 sibling frames, in order; the same in parity form in reverse order', () => {
+  test('200,000 sibling frames, in order; the same in parity form in reverse order', () => {
     const n = 200_000;
     const calls: CallFrame[] = [];
     for (let i = 0; i < n; i++)

@@ -6,7 +6,7 @@
  * solana.com exchange guide (labelled below).
  */
 import fs from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { fixturePath } from '../../../test/helpers/fixture-node.js';
 import { RECORDED_SLOTS, recordedBlock, TX } from '../../../test/helpers/solana-blocks.js';
 import { parseExactJson } from '../node-http.js';
@@ -40,7 +40,7 @@ const lines = (changes: SolanaChange[]) =>
   );
 
 describe('the recorded blocks, whole', () => {
-  it.each([
+  test.each([
     [110130000, 3439, 254],
     [110360000, 4435, 717],
   ] as const)('slot %i: every transaction parses (%i, %i failed)', (slot, count, failed) => {
@@ -51,7 +51,7 @@ describe('the recorded blocks, whole', () => {
     for (const tx of txs.filter((t) => t.failed)) expect(solanaChanges(tx)).toEqual([]);
   });
 
-  it('slot 110360000, by hand: a SOL transfer of 0.05 from 9ud9oY… to GJ7sYR…', () => {
+  test('slot 110360000, by hand: a SOL transfer of 0.05 from 9ud9oY… to GJ7sYR…', () => {
     const tx = blockTransactions(110360000).get(SOL_TRANSFER)!;
     // 9ud9oY…: 328378169 → 278373169 = −50005000 (50000000 sent + the 5000 fee);
     // GJ7sYR…: 0 → 50000000. The system program (1 → 1) does not change.
@@ -61,7 +61,7 @@ describe('the recorded blocks, whole', () => {
     ]);
   });
 
-  it('slot 110360000, by hand: 1 KIN from 8yPnD6… to 5WuYxq…, whose fee payer pays only the fee', () => {
+  test('slot 110360000, by hand: 1 KIN from 8yPnD6… to 5WuYxq…, whose fee payer pays only the fee', () => {
     const tx = blockTransactions(110360000).get(
       '2P7vbmZhjPoyPN51q37T2w8vkKaFTbiS3tAPVE1hjkpc6bp5f7iJp9ssps61WYEJgUTTXR2P3wtzUEN2tXqvVjVY',
     )!;
@@ -78,7 +78,7 @@ describe('the recorded blocks, whole', () => {
     ]);
   });
 
-  it('slot 110360000, by hand: a failed transaction notifies nothing', () => {
+  test('slot 110360000, by hand: a failed transaction notifies nothing', () => {
     const tx = blockTransactions(110360000).get(
       '5MB1QyhmxNbQf5J1aPCLdS8c9cPwCNKezxj6HhqymXd5unmUMzASp76igP1fJhQdqYHdjvozsjbwvoZetQ7zYGee',
     )!;
@@ -88,7 +88,7 @@ describe('the recorded blocks, whole', () => {
     expect(solanaChanges(tx)).toEqual([]);
   });
 
-  it('CONSTRUCTED: `meta.err` alone decides — the recorded SOL transfer marked failed notifies nothing', () => {
+  test('CONSTRUCTED: `meta.err` alone decides — the recorded SOL transfer marked failed notifies nothing', () => {
     // A real failed transaction changes only its fee, which would not notify anyway: this one
     // keeps the transfer's balances, so only the failure can silence it.
     const raw = (recordedBlock(110360000).transactions as Json[]).find(
@@ -136,26 +136,30 @@ describe('the recorded blocks, whole', () => {
     return [...out].map(([key, amount]) => `${sig} ${key} ${amount}`).sort();
   }
 
-  it.each(RECORDED_SLOTS)('slot %i: every account of every transaction agrees with the raw JSON', (slot) => {
-    const raws = recordedBlock(slot).transactions as Json[];
-    let compared = 0;
-    for (const raw of raws) {
-      const tx = solanaTransactionFromJson(raw);
-      const got = solanaChanges(tx)
-        .map((c) => `${tx.signature} ${c.address} ${c.asset} ${c.amount}`)
-        .sort();
-      expect(got).toEqual(expectedFromRaw(raw));
-      compared += got.length;
-      // Lamports are conserved but for the fee, which leaves the transaction's accounts.
-      const total = tx.postBalances.reduce((a, b) => a + b, 0n) - tx.preBalances.reduce((a, b) => a + b, 0n);
-      expect(total).toBe(-tx.fee);
-    }
-    expect(compared).toBeGreaterThan(50);
-  });
+  test.each(RECORDED_SLOTS)(
+    'slot %i: every account of every transaction agrees with the raw JSON',
+    (slot) => {
+      const raws = recordedBlock(slot).transactions as Json[];
+      let compared = 0;
+      for (const raw of raws) {
+        const tx = solanaTransactionFromJson(raw);
+        const got = solanaChanges(tx)
+          .map((c) => `${tx.signature} ${c.address} ${c.asset} ${c.amount}`)
+          .sort();
+        expect(got).toEqual(expectedFromRaw(raw));
+        compared += got.length;
+        // Lamports are conserved but for the fee, which leaves the transaction's accounts.
+        const total =
+          tx.postBalances.reduce((a, b) => a + b, 0n) - tx.preBalances.reduce((a, b) => a + b, 0n);
+        expect(total).toBe(-tx.fee);
+      }
+      expect(compared).toBeGreaterThan(50);
+    },
+  );
 });
 
 describe('recorded single transactions', () => {
-  it('a USDC transferChecked: 3.8 USDC per owner and per token account; the payer’s fee alone is not notified', () => {
+  test('a USDC transferChecked: 3.8 USDC per owner and per token account; the payer’s fee alone is not notified', () => {
     const tx = solanaTransactionFromJson(
       recordedTx('getTransaction-jsonParsed-spl-usdc-transferChecked-mainnet.json'),
     );
@@ -171,7 +175,7 @@ describe('recorded single transactions', () => {
     ]);
   });
 
-  it('two SOL transfers from one sender: its counterparty is none (two), each receiver’s is the sender', () => {
+  test('two SOL transfers from one sender: its counterparty is none (two), each receiver’s is the sender', () => {
     const tx = solanaTransactionFromJson(
       recordedTx('getTransaction-jsonParsed-multi-sol-transfer-mainnet.json'),
     );
@@ -231,7 +235,7 @@ describe('versioned transactions and loaded addresses', () => {
     'G1wZ113tiUHdSpQEBcid8n1x8BAvcWZoZgxPKxgE5B7o SOL 0.01 9aE476sH92Vz7DMPyq5WLPkrKWivxeuTKEFKd2sZZcde',
   ];
 
-  it('jsonParsed lists the lookup-table account among the keys (transactionDetails "accounts" puts them on the transaction)', () => {
+  test('jsonParsed lists the lookup-table account among the keys (transactionDetails "accounts" puts them on the transaction)', () => {
     const { accountKeys, signatures } = GUIDE_V0.transaction;
     const tx = solanaTransactionFromJson({
       meta: GUIDE_V0.meta,
@@ -241,11 +245,11 @@ describe('versioned transactions and loaded addresses', () => {
     expect(lines(solanaChanges(tx))).toEqual(expected);
   });
 
-  it('with transactionDetails "accounts" the keys are on the transaction, as the guide answers it', () => {
+  test('with transactionDetails "accounts" the keys are on the transaction, as the guide answers it', () => {
     expect(lines(solanaChanges(solanaTransactionFromJson(GUIDE_V0)))).toEqual(expected);
   });
 
-  it('CONSTRUCTED: the json encoding (static keys as strings) takes the loaded addresses from meta, writable first', () => {
+  test('CONSTRUCTED: the json encoding (static keys as strings) takes the loaded addresses from meta, writable first', () => {
     const { signatures } = GUIDE_V0.transaction;
     const tx = solanaTransactionFromJson({
       meta: {
@@ -263,7 +267,7 @@ describe('versioned transactions and loaded addresses', () => {
     expect(lines(solanaChanges(tx))).toEqual(expected);
   });
 
-  it('keys that do not match the balances are refused rather than misattributed', () => {
+  test('keys that do not match the balances are refused rather than misattributed', () => {
     const { signatures } = GUIDE_V0.transaction;
     const message = { accountKeys: GUIDE_V0.transaction.accountKeys.slice(0, 2) };
     expect(() =>
@@ -273,7 +277,7 @@ describe('versioned transactions and loaded addresses', () => {
 });
 
 describe('exactness', () => {
-  it('a balance beyond 2^53 read through JSON.parse is refused; read exactly it is kept to the lamport', () => {
+  test('a balance beyond 2^53 read through JSON.parse is refused; read exactly it is kept to the lamport', () => {
     const text = (balance: string) =>
       `{"meta":{"err":null,"fee":5000,"preBalances":[${balance},0],"postBalances":[9007199254740993,${balance === '9007199254740993' ? 0 : 0}],` +
       `"preTokenBalances":[],"postTokenBalances":[]},"transaction":{"signatures":["s"],"message":{"accountKeys":["a","b"]}}}`;

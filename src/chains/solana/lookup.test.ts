@@ -4,7 +4,7 @@
  * worked out by hand from the recorded data; the arithmetic is in the comments.
  */
 import fs from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, test } from 'vitest';
 import {
   type FixtureNode,
   type FixtureRequest,
@@ -140,13 +140,13 @@ afterEach(async () => {
 });
 
 describe('isSolanaTxId', () => {
-  it('accepts base58 signatures of 64 bytes', () => {
+  test('accepts base58 signatures of 64 bytes', () => {
     for (const sig of [SOL_TRANSFER, USDC_TRANSFER, USDC_SECOND_SIGNATURE, MULTI_TRANSFER])
       expect(isSolanaTxId(sig)).toBe(true);
     expect(isSolanaTxId('1'.repeat(64))).toBe(true); // 64 zero bytes
   });
 
-  it.each([
+  test.each([
     ['empty', ''],
     ['a public key (32 bytes)', '4Y5YjAPB4hMdCsiFy7BaBSscyiAvB7cuAbhxnBZ5xmgy'],
     ['63 bytes', '2r5sGazgJ8JUquAqpFGp8okRYQ9FfpgXgcdmx4F5CwPFBa3MYFTyh73zTU4nxM9G1Xnh6KEBtocioRbVmj8kpW'],
@@ -180,7 +180,7 @@ describe('solanaTxType and solanaMemo', () => {
   };
   const unparsed = { accounts: [], data: '3Bxs', programId: 'JUP6LkbZbjS1jKKwapdHNy74zcZ3tLUZoi5QNyVTaV4' };
 
-  it('names the first instruction that is not bookkeeping', () => {
+  test('names the first instruction that is not bookkeeping', () => {
     expect(solanaTxType([computeBudget, memo, advanceNonce, unparsed])).toBe('unknown');
     expect(
       solanaTxType([{ parsed: { type: 'create', info: {} }, program: 'spl-associated-token-account' }]),
@@ -190,7 +190,7 @@ describe('solanaTxType and solanaMemo', () => {
     expect(solanaTxType([])).toBe('unknown');
   });
 
-  it('reads a memo, parsed or not, as base64', () => {
+  test('reads a memo, parsed or not, as base64', () => {
     expect(solanaMemo([computeBudget, memo])).toBe('aGk='); // "hi"
     // Unparsed: base58 data 4xVKpLFEdt is the bytes of "hi memo".
     expect(solanaMemo([{ ...memo, parsed: undefined, data: '4xVKpLFEdt' }])).toBe('aGkgbWVtbw==');
@@ -199,7 +199,7 @@ describe('solanaTxType and solanaMemo', () => {
 });
 
 describe('createSolanaLookup', () => {
-  it('maps the recorded SOL transfer field by field', async () => {
+  test('maps the recorded SOL transfer field by field', async () => {
     node = await startSolana();
     expect(await createSolanaLookup({ url: node.url })(SOL_TRANSFER)).toStrictEqual({
       view: SOL_TRANSFER_VIEW,
@@ -221,7 +221,7 @@ describe('createSolanaLookup', () => {
     ).toEqual(['getGenesisHash', 'getTransaction']);
   });
 
-  it('maps the recorded USDC transferChecked field by field', async () => {
+  test('maps the recorded USDC transferChecked field by field', async () => {
     node = await startSolana();
     expect(await createSolanaLookup({ url: node.url })(USDC_TRANSFER)).toStrictEqual({
       view: USDC_VIEW,
@@ -229,7 +229,7 @@ describe('createSolanaLookup', () => {
     });
   });
 
-  it('maps the recorded multi-transfer field by field', async () => {
+  test('maps the recorded multi-transfer field by field', async () => {
     node = await startSolana();
     expect(await createSolanaLookup({ url: node.url })(MULTI_TRANSFER)).toStrictEqual({
       view: MULTI_VIEW,
@@ -237,7 +237,7 @@ describe('createSolanaLookup', () => {
     });
   });
 
-  it('is not final while only confirmed', async () => {
+  test('is not final while only confirmed', async () => {
     node = await startSolana({ commitments: ['confirmed'] });
     expect(await createSolanaLookup({ url: node.url })(SOL_TRANSFER)).toStrictEqual({
       view: SOL_TRANSFER_VIEW,
@@ -250,7 +250,7 @@ describe('createSolanaLookup', () => {
     ).toEqual(['finalized', 'confirmed']);
   });
 
-  it('reads a memo as the note (constructed: a memo instruction added to the recorded transfer)', async () => {
+  test('reads a memo as the note (constructed: a memo instruction added to the recorded transfer)', async () => {
     const recorded = JSON.parse(read(FILES[SOL_TRANSFER]!)) as {
       result: { transaction: { message: { instructions: unknown[] } } };
     };
@@ -268,7 +268,7 @@ describe('createSolanaLookup', () => {
     });
   });
 
-  it('leaves the index null when the node does not report it', async () => {
+  test('leaves the index null when the node does not report it', async () => {
     const text = read(FILES[MULTI_TRANSFER]!).replace('"transactionIndex": 512,', '');
     node = await startSolana({ files: { [MULTI_TRANSFER]: text } });
     expect((await createSolanaLookup({ url: node.url })(MULTI_TRANSFER))?.view).toStrictEqual({
@@ -277,12 +277,12 @@ describe('createSolanaLookup', () => {
     });
   });
 
-  it('resolves undefined for an unknown signature (null at both commitments)', async () => {
+  test('resolves undefined for an unknown signature (null at both commitments)', async () => {
     node = await startSolana();
     expect(await createSolanaLookup({ url: node.url })(USDC_SECOND_SIGNATURE)).toBeUndefined();
   });
 
-  it('reads the genesis hash once', async () => {
+  test('reads the genesis hash once', async () => {
     node = await startSolana();
     const lookup = createSolanaLookup({ url: node.url });
     await lookup(SOL_TRANSFER);
@@ -290,13 +290,13 @@ describe('createSolanaLookup', () => {
     expect(calls(node.requests).filter((c) => c.method === 'getGenesisHash')).toHaveLength(1);
   });
 
-  it('refuses a malformed id before any request', async () => {
+  test('refuses a malformed id before any request', async () => {
     node = await startSolana();
     await expect(createSolanaLookup({ url: node.url })('0xdead')).rejects.toBeInstanceOf(ValidationError);
     expect(node.requests).toHaveLength(0);
   });
 
-  it.each([
+  test.each([
     ['answers 500', { status: 500, body: 'boom' }],
     ['rate-limits (429)', { status: 429, body: 'slow down' }],
     [
@@ -311,7 +311,7 @@ describe('createSolanaLookup', () => {
     );
   });
 
-  it('is unavailable when the node does not answer in time', async () => {
+  test('is unavailable when the node does not answer in time', async () => {
     node = await startFixtureNode({ 'POST /': { hang: true } });
     await expect(createSolanaLookup({ url: node.url, timeoutMs: 200 })(SOL_TRANSFER)).rejects.toBeInstanceOf(
       UpstreamUnavailableError,

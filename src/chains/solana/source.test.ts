@@ -3,7 +3,7 @@
  * mainnet blocks read whole, skipped slots presented as empty blocks that link, slots not there
  * yet, node failures, commitment, exactness beyond 2^53 and slotSubscribe.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { waitFor } from '../../../test/helpers/process.js';
 import {
   recordedBlock,
@@ -53,7 +53,7 @@ function chainWithSkips() {
 }
 
 describe('reading blocks', () => {
-  it.each([110130000, 110360000] as const)(
+  test.each([110130000, 110360000] as const)(
     'slot %i: read whole, hashes and every transaction',
     async (slot) => {
       node.setSlots([recordedSlot(slot)]);
@@ -89,7 +89,7 @@ describe('reading blocks', () => {
     },
   );
 
-  it('a skipped slot is an empty block whose hash and parent are the last real block’s, so the chain links', async () => {
+  test('a skipped slot is an empty block whose hash and parent are the last real block’s, so the chain links', async () => {
     const next = chainWithSkips();
     const source = createSolanaSource({ url: node.url });
     const blocks = [];
@@ -107,7 +107,7 @@ describe('reading blocks', () => {
     expect(node.requests.at(-1)!.params[1]).toMatchObject({ transactionDetails: 'none' });
   });
 
-  it('the tip is the node’s confirmed slot; one it has not got yet is not in the chain', async () => {
+  test('the tip is the node’s confirmed slot; one it has not got yet is not in the chain', async () => {
     const next = chainWithSkips();
     const source = createSolanaSource({ url: node.url });
     expect(await source.tip()).toEqual({ height: R + 3, hash: blockhashOf(next) });
@@ -118,7 +118,7 @@ describe('reading blocks', () => {
     expect(await source.tip()).toEqual({ height: R + 1, hash: RECORDED_HASH });
   });
 
-  it('at `finalized`, the finalized slot is the tip and a confirmed-only block is not there yet', async () => {
+  test('at `finalized`, the finalized slot is the tip and a confirmed-only block is not there yet', async () => {
     chainWithSkips();
     node.setFinalized(R + 1);
     const source = createSolanaSource({ url: node.url, commitment: 'finalized' });
@@ -127,7 +127,7 @@ describe('reading blocks', () => {
     expect(node.requests.at(-1)!.params[1]).toMatchObject({ commitment: 'finalized' });
   });
 
-  it('a 5xx, another JSON-RPC error or an unreachable node throws: never a partial block', async () => {
+  test('a 5xx, another JSON-RPC error or an unreachable node throws: never a partial block', async () => {
     chainWithSkips();
     const source = createSolanaSource({ url: node.url, timeoutMs: 2_000 });
     node.failNext(1, 503);
@@ -145,7 +145,7 @@ describe('reading blocks', () => {
     }
   });
 
-  it('a balance beyond 2^53 lamports is read exactly (CONSTRUCTED: the recorded transfer with 2^53 added)', async () => {
+  test('a balance beyond 2^53 lamports is read exactly (CONSTRUCTED: the recorded transfer with 2^53 added)', async () => {
     const [tx] = recordedTransactions(R, [SOL_TRANSFER]) as [Record<string, Record<string, unknown>>];
     const big = 2n ** 53n;
     const meta = tx.meta!;
@@ -186,7 +186,7 @@ describe('slotSubscribe', () => {
     return { counter, stop };
   }
 
-  it('each slot notification wakes the follower; stopping closes the socket without waiting on the node', async () => {
+  test('each slot notification wakes the follower; stopping closes the socket without waiting on the node', async () => {
     const { counter, stop } = await subscribed();
     try {
       node.addSlots(skippedSlot(R + 4), skippedSlot(R + 5));
@@ -197,7 +197,7 @@ describe('slotSubscribe', () => {
     await waitFor(() => (node.subscribers() === 0 ? true : undefined), 'the socket closed');
   });
 
-  it('a dropped socket wakes the follower and subscribes again', async () => {
+  test('a dropped socket wakes the follower and subscribes again', async () => {
     const { counter, stop } = await subscribed();
     try {
       await node.stop();

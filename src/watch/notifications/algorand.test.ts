@@ -2,7 +2,7 @@
  * The Algorand matcher on the recorded round 24099447 and real recorded transactions: bodies per
  * docs/watching-chains.md, worked out by hand from the recorded fields (test/fixtures/chains/algorand).
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { readIndexerJson, recordedAlgodBlock } from '../../../test/helpers/algorand-node.js';
 import { indexWatching } from '../../../test/helpers/watching.js';
 import { blockFromAlgod, blockFromIndexer } from '../../chains/algorand/blocks.js';
@@ -19,7 +19,7 @@ const watching = (...addresses: string[]) => indexWatching(network, ...addresses
 const decimals = { decimals: async (id: string) => ({ '642327435': 2 })[id] ?? 0 };
 
 describe('algorandMatcher', () => {
-  it('round 24099447: each self-payment of BFO7NQTT notifies its net −0.001 ALGO; the application call nothing', async () => {
+  test('round 24099447: each self-payment of BFO7NQTT notifies its net −0.001 ALGO; the application call nothing', async () => {
     const block = blockFromAlgod(recordedAlgodBlock());
     const match = algorandMatcher({
       network,
@@ -48,7 +48,7 @@ describe('algorandMatcher', () => {
     });
   });
 
-  it('the clawback VIXTUMAP: the receiver is credited 0.05 of asset 642327435 (2 decimals) from the revoked account; the clawback account, fee only, nothing', async () => {
+  test('the clawback VIXTUMAP: the receiver is credited 0.05 of asset 642327435 (2 decimals) from the revoked account; the clawback account, fee only, nothing', async () => {
     const header = readIndexerJson('blocks/indexer-block-24099447-testnet.json');
     const tx = readIndexerJson('indexer-transaction-axfer-testnet.json').transaction;
     const block = blockFromIndexer({ ...header, round: 39050091n, transactions: [tx] });
@@ -70,7 +70,7 @@ describe('algorandMatcher', () => {
     });
   });
 
-  it('an asset the node does not know: the amount in base units, marked decimalsUnknown', async () => {
+  test('an asset the node does not know: the amount in base units, marked decimalsUnknown', async () => {
     const header = readIndexerJson('blocks/indexer-block-24099447-testnet.json');
     const tx = readIndexerJson('indexer-transaction-axfer-testnet.json').transaction;
     const block = blockFromIndexer({ ...header, round: 39050091n, transactions: [tx] });

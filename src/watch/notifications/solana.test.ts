@@ -3,7 +3,7 @@
  * accounts, worked out by hand from the recorded balances (the arithmetic is in
  * src/chains/solana/activity.test.ts).
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import {
   FAILED_PAYER,
   KIN,
@@ -49,7 +49,7 @@ const common = (id: string, subscriptionId: string, address: string) => ({
 });
 
 describe('solanaMatcher', () => {
-  it('a SOL transfer: the sender −0.050005 (the fee included), the receiver +0.05, each the other’s counterparty', async () => {
+  test('a SOL transfer: the sender −0.050005 (the fee included), the receiver +0.05, each the other’s counterparty', async () => {
     const matches = await matchRecorded(SENDER, RECEIVER);
     const ofTransfer = matches.filter((m) => m.key.startsWith(SOL_TRANSFER));
     expect(ofTransfer.map((m) => m.key)).toEqual([
@@ -80,7 +80,7 @@ describe('solanaMatcher', () => {
     expect(ofTransfer[0]!.counterparties).toEqual([RECEIVER]);
   });
 
-  it('a token account watched by its own address: −1 KIN, the mint as asset, the other token account as counterparty', async () => {
+  test('a token account watched by its own address: −1 KIN, the mint as asset, the other token account as counterparty', async () => {
     const matches = await matchRecorded(KIN_TOKEN_ACCOUNT);
     const ofTransfer = matches.filter((m) => m.key.startsWith(KIN_TRANSFER));
     expect(ofTransfer.map((m) => m.body('n'))).toEqual([
@@ -97,7 +97,7 @@ describe('solanaMatcher', () => {
     ]);
   });
 
-  it('a fee payer that pays only fees is never notified; a failed transaction notifies nobody', async () => {
+  test('a fee payer that pays only fees is never notified; a failed transaction notifies nobody', async () => {
     expect(await matchRecorded(KIN_FEE_PAYER)).toEqual([]);
     // 5MB1Qy… failed: its payer paid 5000 lamports and nothing else happened.
     const matches = await matchRecorded(FAILED_PAYER);
