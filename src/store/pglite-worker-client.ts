@@ -96,8 +96,7 @@ class PgliteWorkerClient {
 
   async transaction<T>(run: (tx: ReturnType<PgliteWorkerClient['querier']>) => Promise<T>): Promise<T> {
     // Not waited for: the worker holds this transaction's statements until it has begun, and
-    // fails them with its error if it could not (a trip less per transaction; a thread woken
-    // from idle answers its first message in ~0.25 ms).
+    // fails them with its error if it could not (a round trip to the thread less per transaction).
     const tx = this.nextTx++;
     const begun = this.call({ op: 'begin', tx });
     begun.catch(() => {});

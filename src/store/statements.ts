@@ -12,8 +12,7 @@ import { pipelinedPools, socketOf } from './postgres.js';
 /**
  * A row limit written into the statement's text instead of bound as a parameter. With LIMIT bound,
  * PostgreSQL makes a custom plan at every execution even of a prepared statement (the generic
- * plan's estimate for an unknown LIMIT loses), which on PGlite was 0.7-1.1 ms per dispatcher claim;
- * written in, the statement keeps one plan (bench/README.md, bench:delivery, "Fifth pass").
+ * plan's estimate for an unknown LIMIT loses); written in, the statement keeps one plan.
  */
 export function limitOf(rows: number): SQL {
   if (!Number.isSafeInteger(rows) || rows < 0) throw new RangeError(`not a row limit: ${rows}`);
