@@ -1,7 +1,7 @@
 /**
- * The embedded database on a thread of its own (see `openPgliteWorker` in db.ts): PGlite's
- * WebAssembly runs here, so the service's event loop parses requests and writes responses on the
- * other core meanwhile. Messages are the small protocol of `PgliteRequest`; every request is
+ * The embedded database on a thread of its own (see `openPgliteWorker` in pglite-worker-client.ts):
+ * PGlite's WebAssembly runs here, so the service's event loop parses requests and writes responses
+ * on the other core meanwhile. Messages are the small protocol of `PgliteRequest`; every request is
  * answered once, with a result or the database's error as plain fields.
  */
 import { parentPort, workerData } from 'node:worker_threads';
