@@ -55,7 +55,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (parsed.command === 'listen') {
     // A client of the running service, started and stopped often while developing: it loads none
-    // of the service's modules (0.15 s to its first request; the other commands' module costs ~0.7 s).
+    // of the service's modules, so it starts in a fraction of the other commands' time.
     const { listenCommand } = await import('./cli/listen.js');
     try {
       return await listenCommand(parsed.values, config);

@@ -41,7 +41,7 @@ const BOOTSTRAP_LOCK_KEY = 7_461_002;
 const LAST_USED_RESOLUTION_MS = 60_000;
 
 export function hashToken(token: string): string {
-  // One-shot: a third of createHash's cost, paid by every authenticated request.
+  // One-shot, cheaper than createHash, and paid by every authenticated request.
   return crypto.hash('sha256', token, 'hex');
 }
 

@@ -10,8 +10,9 @@ export type AddressCheck = { ok: true; address: string } | { ok: false; reason: 
 const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 
 /**
- * One keccak-256 hasher for the process (WebAssembly, made once): 1.6 µs an address where js-sha3
- * took 7-8 and viem's (noble) 10-28, which matters for a list of 100,000 addresses (one hash each).
+ * One keccak-256 hasher for the process (WebAssembly, made once), cheaper per hash than js-sha3 or
+ * viem's (noble), and a list of 100,000 addresses is one hash each
+ * (bench/results/2026-12-07-measurements-behind-the-code.md#keccak-256-hasher).
  */
 const keccak = await createKeccak(256);
 

@@ -1,14 +1,11 @@
 /**
- * What went wrong with a chain node, in our own words, for two readers:
- * - operators (`describeNodeError`: /readyz `lastError`, logs): which node (its host and port only:
- *   a node's URL may carry an API key in its path, query or user part) and how: the HTTP status it
- *   answered, the connection error (refused, reset, timed out, DNS), a JSON-RPC error and what the
- *   node said with it;
- * - API clients (`nodeUnavailable`, the one way a node's failure reaches them): which network's
- *   node failed and how, never its address, what it said, or a library's message.
- * viem wraps all of these in an error whose message is only "HTTP request failed." (its full
- * message quotes the URL, the request body and its version); the facts sit in its fields and in
- * the `cause` chain (fetch's TypeError, then Node's system error with its code).
+ * What went wrong with a chain node, in our own words, for two readers: operators
+ * (`describeNodeError`: /readyz `lastError`, logs, worded as docs/watching-chains.md shows), naming
+ * the node by host and port only (its URL may carry an API key); and API clients (`nodeUnavailable`,
+ * the one way a node's failure reaches them), naming the network, never the node's address, what it
+ * said or a library's message. viem's message is only "HTTP request failed." (its full message
+ * quotes the URL and the request); the facts are in its fields and its `cause` chain (fetch's
+ * TypeError, then Node's system error with its code).
  */
 import { BaseError, HttpRequestError, RpcRequestError, TimeoutError, WebSocketRequestError } from 'viem';
 import { AppError, UpstreamUnavailableError } from '../errors.js';
@@ -262,18 +259,13 @@ export function isLogRangeTooLarge(err: unknown): boolean {
 }
 
 /**
- * What EVM clients answer when they keep a block but no longer the state its transactions ran on,
- * so they cannot trace it (a full node keeps the state of its last blocks only), each in its own
- * words:
- * - geth, hash scheme: "required historical state unavailable (reexec=128)" (eth/state_accessor.go)
- *   and, below it, "missing trie node 0x… (path …)" (trie.MissingNodeError); path scheme:
- *   "historical state not available in path scheme yet", and "historical state 0x… is not
- *   available" once it keeps state history;
- * - reth: "state at block #N is pruned" (ProviderError::StateAtBlockPruned), and EIP-4444's
- *   "pruned history unavailable" (error code 4444);
- * - erigon 3: "old data not available due to pruning" (state.PrunedError);
- * - nethermind: "No state available for block 0x…" (-32002, the trace and debug modules' check),
- *   and from versions without that check "MissingTrieNodeException: Node … is missing from the DB".
+ * What EVM clients answer when they keep a block but no longer the state it ran on, so cannot trace
+ * it (the messages: docs/internal-transfers.md#when-the-node-cannot-trace-a-block). Their sources:
+ * geth eth/state_accessor.go ("… (reexec=128)"), trie.MissingNodeError, and the path scheme, also
+ * "historical state 0x… is not available" once it keeps state history; reth
+ * ProviderError::StateAtBlockPruned and EIP-4444 (code 4444); erigon 3 state.PrunedError;
+ * nethermind's trace and debug modules (-32002), and before that check "MissingTrieNodeException:
+ * Node … is missing from the DB".
  */
 const STATE_UNAVAILABLE = new RegExp(
   [

@@ -93,8 +93,9 @@ export type NotificationDispatcher = ReturnType<typeof createDispatcher>;
 /**
  * The dispatcher's side of OutboxHandoff (outbox.ts): what a producer in this process may claim
  * (the room in the slots and read-ahead), and the rows it claimed, started as the loop's claims
- * are. A block's notification then leaves without the NOTIFY's trip and a claim query
- * (bench/README.md, "Issue 33: latency").
+ * are. A block's notification then leaves without the NOTIFY's trip and a claim query, a step of
+ * every block's way to its webhook
+ * (bench/results/2026-12-07-measurements-behind-the-code.md#block-to-webhook-latency).
  */
 function createHandoff(
   ctx: DispatchContext,

@@ -1,16 +1,10 @@
 /**
- * Outbound HTTP for webhook delivery, safe against SSRF (docs/webhooks.md): callback hosts are resolved in
- * our own code, every resolved address must be public unicast (or inside a configured allowlist), and
- * the socket connects to exactly the addresses that were checked, so a DNS answer that changes between
- * the check and the connection (rebinding) cannot reach an internal service.
- *
- * Usage:
- *   const egress = createEgress({ allowCidrs: parseAllowCidrs(env.LEDGERHOOK_ALLOW_CIDRS) });
- *   await egress.checkUrl(url);                                  // at subscription time
- *   await request(url, { dispatcher: egress.dispatcher, ... });  // at delivery time
- *
- * A connection refused by the policy makes the undici request reject with the EgressBlockedError
- * itself; `findEgressBlock(err)` also looks through `err.cause` chains, for callers that wrap it.
+ * Outbound HTTP for webhook delivery, safe against SSRF (docs/webhooks.md): callback hosts are
+ * resolved here, every address must be public unicast (or in a configured allowlist), and the
+ * socket connects to exactly the addresses checked, so a DNS answer that changes in between
+ * (rebinding) cannot reach an internal service. `egress.checkUrl(url)` at subscription time;
+ * `request(url, { dispatcher: egress.dispatcher })` at delivery, which a refused connection
+ * rejects with the EgressBlockedError itself (`findEgressBlock(err)` also looks through `cause`).
  */
 import dns from 'node:dns';
 import net from 'node:net';

@@ -5,17 +5,12 @@ import { type Db, limitOf, type Store } from '../store/db.js';
 import { OUTBOX_CHANNEL } from './outbox.js';
 
 /**
- * The event feed's order. Producers only queue a notification (feed_queue, in their own
- * transaction); one sequencer at a time, under a transaction-level advisory lock, moves what has
- * committed from the queue into feed_events with the next numbers after the highest taken.
- *
- * Why a reader never skips a row committed late: a pass numbers only rows committed before its
- * statement began, starting after the highest number already committed; passes follow one another
- * strictly (the lock), and PostgreSQL releases a transaction's locks only after its commit is
- * visible, so each pass sees every earlier pass. Hence pass k's numbers are all above pass k-1's,
- * and any snapshot that sees pass k sees pass k-1: what a reader sees is always 1..H without a hole.
- * A reader resuming after H can only ever find numbers above H. A notification whose transaction
- * commits late is numbered by the pass after its commit, above everything read before.
+ * The event feed's order (docs/event-feed.md). Producers only queue a notification (feed_queue, in
+ * their transaction); one sequencer at a time, under a transaction-level advisory lock, numbers what
+ * has committed after the highest number taken. No reader skips a late commit: a pass numbers rows
+ * committed before its statement began; the lock orders passes, and PostgreSQL releases it only once
+ * the commit is visible, so pass k sees pass k-1 and numbers above it, and a snapshot that sees pass
+ * k sees pass k-1. Readers see 1..H without a hole, and whatever commits later is numbered above H.
  */
 
 /** NOTIFY channel on which the sequencer announces new feed events (payload: account ids, or ''). */
@@ -74,7 +69,7 @@ export async function sequencePass(db: Db, batch = 2_000): Promise<SequencedPass
     // sees every earlier pass (in the lock's statement it might not). Under a stricter isolation
     // the primary key on seq turns a stale maximum into an error and a retry, never a duplicate.
     // Rows are found by index alone (the queue's order, then ids as arrays): a join here let the
-    // planner hash the whole outbox on every pass (bench/README, "The feed's sequencer").
+    // planner hash the whole outbox on every pass.
     const [row] = rowsOf<{ taken: number | string; sequenced: number | string; accounts: string | null }>(
       await tx.execute(sql`
         WITH next AS (

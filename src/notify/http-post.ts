@@ -37,10 +37,10 @@ export function postTarget(url: string): PostTarget {
 
 /**
  * One POST through undici's `dispatch`, keeping the answer's first bytes. undici's `request()` wraps
- * every answer in a Readable stream and its headers in an object; for a webhook whose answer is a
- * few bytes that wrapping cost about 25 µs of CPU of the ~70 µs a POST costs (bench/README.md,
- * bench:delivery), the largest single share of the dispatcher's time. A longer answer is cut at
- * `maxResponseBytes` and the connection dropped, as before, so a receiver cannot make us read a
+ * every answer in a Readable stream and its headers in an object, which for a webhook whose answer
+ * is a few bytes was the largest single share of the dispatcher's time
+ * (bench/results/2026-12-07-measurements-behind-the-code.md#webhook-posts). A longer answer is cut
+ * at `maxResponseBytes` and the connection dropped, as before, so a receiver cannot make us read a
  * gigabyte. A character cut in two at the limit is dropped.
  */
 export function dispatchPost(

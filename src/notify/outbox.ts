@@ -59,7 +59,7 @@ const NAMESPACE_BYTES = uuidParse(CHAIN_NOTIFICATION_NAMESPACE);
  */
 export function chainNotificationId(subscriptionId: string, chain: string, dedupeKey: string): string {
   // As bytes: uuid's own UTF-8 encoding of a string (through encodeURIComponent) and its parse of
-  // the namespace cost 5% of a follower's CPU on blocks full of hits (bench/README.md, issue 33).
+  // the namespace were a visible share of a follower's CPU on blocks full of hits.
   return uuidv5(Buffer.from(`${subscriptionId}\n${chain}\n${dedupeKey}`, 'utf8'), NAMESPACE_BYTES);
 }
 
@@ -69,8 +69,8 @@ export function chainNotificationId(subscriptionId: string, chain: string, dedup
  * Returns the ids inserted.
  *
  * One statement writes the rows and their places in the event feed: the columns travel as arrays
- * (`unnest`), which costs a fifth of the client CPU of a multi-row VALUES of 15 parameters a row
- * and halves the transaction on both backends (bench/README.md, "Issue 33: the outbox write").
+ * (`unnest`), far less client CPU than a multi-row VALUES of 15 parameters a row and a shorter
+ * transaction on both backends (bench/results/2026-12-07-measurements-behind-the-code.md#the-outbox-write).
  */
 export async function enqueueNotifications(
   tx: Db,
@@ -164,13 +164,12 @@ function claimedOf(notification: NewNotification, r: ClaimedRow): ClaimedNotific
 
 /**
  * The notifications in insertion order (so `seq` follows the array), and those not held in the
- * feed queue with the notification's `created_at` and `seq` (held ones enter it when released, as
- * they are sent only then). Data-modifying WITH clauses always run to completion, so the queue's
- * insert happens though the outer query does not read it. A row that enters the queue wakes
- * dispatchers and the feed's sequencer at commit (a failed one, for a disabled subscription, is in
- * the feed too); PostgreSQL sends one NOTIFY per transaction and payload however many rows ask.
- * With `claiming`, the rows marked are inserted under the claim's lease and come back with their
- * subscription's sending details.
+ * feed queue with their `created_at` and `seq` (held ones enter it when released, sent only then).
+ * Data-modifying WITH clauses always run to completion, so the queue's insert happens though the
+ * outer query does not read it. A row entering the queue wakes dispatchers and the feed's
+ * sequencer at commit (a failed one, for a disabled subscription, is in the feed too); PostgreSQL
+ * sends one NOTIFY per transaction and payload. With `claiming`, the rows marked are inserted under
+ * the claim's lease and come back with their subscription's sending details.
  */
 function insertStatement(
   items: readonly NewNotification[],

@@ -8,9 +8,10 @@ import { v7 as uuidv7 } from 'uuid';
 import { type Completion, type DispatchContext, list, rowsOf } from './dispatch-context.js';
 
 /**
- * Results wait this long for more to record with them (or until a batch is full). At 10 ms a
- * busy dispatcher wrote batches of 25-50 rows, paying a statement's fixed cost (and on PGlite its
- * planning in this process) several times over.
+ * Results wait this long for more to record with them (or until a batch is full): with a shorter
+ * wait a busy dispatcher wrote small batches, paying a statement's fixed cost (and on PGlite its
+ * planning in this process) several times over
+ * (bench/results/2026-12-07-measurements-behind-the-code.md#delivery-results).
  */
 const RECORD_DELAY_MS = 50;
 

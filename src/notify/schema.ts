@@ -161,11 +161,11 @@ export const deliveryAttempts = pgTable(
   'delivery_attempts',
   {
     id: uuid('id').primaryKey(),
-    // No foreign key: its check (a lookup and a row lock per attempt, run as a trigger) was 17-31
-    // µs of the ~110 µs PGlite spent recording each result (EXPLAIN ANALYZE of the result
-    // statement, bench/README.md "Delivery on PGlite"). Attempts are inserted only from the result
-    // statement's UPDATE … RETURNING of their notification, and resends and tests arm rows that
-    // exist; no notification is ever deleted.
+    // No foreign key: its check (a lookup and a row lock per attempt, run as a trigger) was a sizeable
+    // share of what PGlite spent recording each result
+    // (bench/results/2026-12-07-measurements-behind-the-code.md#delivery-attempts). Attempts are
+    // inserted only from the result statement's UPDATE … RETURNING of their notification, and
+    // resends and tests arm rows that exist; no notification is ever deleted.
     notificationId: uuid('notification_id').notNull(),
     attemptNumber: integer('attempt_number').notNull(),
     /** scheduled | retry | resend | recover | test */

@@ -14,8 +14,9 @@ export const MAX_BATCH = 64;
 /**
  * Batches being written at once at most. One: with BEGIN sent beside the statement
  * (runInTransaction) a batch holds two short round trips, and the creates arriving meanwhile make
- * the next batch larger. Two in flight wrote as many creates a second on PostgreSQL for 12% more
- * of the server's CPU per create, and fewer on PGlite (bench/README.md, bench:api, "Sixth pass").
+ * the next batch larger. Two in flight wrote no more creates a second on PostgreSQL, for more of
+ * the server's CPU per create, and fewer on PGlite
+ * (bench/results/2026-12-07-measurements-behind-the-code.md#registry-creates-in-flight).
  */
 const MAX_IN_FLIGHT = 1;
 

@@ -62,9 +62,10 @@ export function createRegistryReads(ctx: RegistryContext) {
   // The hot read: the gets that arrive together share one statement (read-batches.ts), `WHERE id IN
   // ($1, …, $n)` for n a power of two, the ids padded with the first one. A fixed number of
   // parameters lets PostgreSQL keep one generic plan per statement; `id = ANY($ids)`, whose array's
-  // length it cannot know, was planned again at every execution, which was half the database's CPU
-  // per read (bench/README.md, "Issue 33: registry get among many"). Each is prepared by name on
-  // each connection when first used. Each row is one JSON array (selectWithAnchorAsJson), mapped here.
+  // length it cannot know, was planned again at every execution, a large share of the database's
+  // CPU per read (bench/results/2026-12-07-measurements-behind-the-code.md#registry-get-among-many).
+  // Each is prepared by name on each connection when first used. Each row is one JSON array
+  // (selectWithAnchorAsJson), mapped here.
   const statements = new Map<number, Statement>();
   function statementFor(size: number): Statement {
     let statement = statements.get(size);

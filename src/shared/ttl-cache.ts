@@ -1,16 +1,11 @@
 /**
- * Values kept in memory for `ttlMs` after they were read from the database, for the caches that
- * spare a request its round trip (tokens, registry rows). A change announced by NOTIFY `forget`s
- * what it touched, or `clear`s everything when it cannot say (a listener reconnected); the TTL only
- * bounds how long a change whose NOTIFY was lost goes unseen.
- *
- * Every change bumps a generation: a read that began before it may hold the old value, so `set`
- * takes the generation read before the database was asked and keeps nothing if it moved.
- *
- * With `keepOnSecondSet`, a value is kept only when its key was set once before within the TTL: a
- * key read once (a registry among thousands read at random) is not kept, since keeping it costs
- * more than its rare second read saves (bench/README.md, "Issue 33: registries read once are not
- * kept"), while a key read again soon is kept from its second read on.
+ * Values kept in memory for `ttlMs` after a database read, for the caches that spare a request its
+ * round trip (tokens, registry rows). A change announced by NOTIFY `forget`s what it touched, or
+ * `clear`s everything when it cannot say (a listener reconnected); the TTL bounds how long a lost
+ * NOTIFY hides a change. Every change bumps a generation; `set` keeps nothing if it moved since the
+ * read began. With `keepOnSecondSet` a key is kept from its second set within the TTL on: of keys
+ * read once (a registry among thousands) keeping cost more than the rare second read saved
+ * (bench/results/2026-12-07-measurements-behind-the-code.md#registry-rows-kept-in-memory).
  */
 export function createTtlCache<V>(options: {
   ttlMs: number;
@@ -59,7 +54,7 @@ export function createTtlCache<V>(options: {
       if (firstSets && !entries.has(key) && !firstSets.seenBefore(key, at)) return;
       drop(key);
       // Oldest first out: a Map iterates in insertion order, and a refreshed value is re-inserted.
-      // Only when over budget: an iterator per set cost a cache-missing registry get 3% of its CPU.
+      // Only when over budget: an iterator per set was a visible cost of a cache-missing get.
       if (cost + valueCost > maxCost) {
         for (const oldest of entries.keys()) {
           if (cost + valueCost <= maxCost) break;

@@ -21,19 +21,13 @@ interface Entry {
 }
 
 /**
- * Statements sent to PGlite again are planned once: PostgreSQL in WebAssembly parses and plans
- * each statement on our CPU, and the extended protocol's five messages per query cost as much
- * again (bench/pglite-statements.ts: registry get 939 µs as `query(text, params)`, 258 µs as
- * `EXECUTE` of a statement prepared once, sent by the simple protocol). A statement seen before
- * is PREPAREd under a name of ours, then run as `EXECUTE name('…', …)` with each parameter
- * serialised as PGlite's own bind would (the serializer of the type PostgreSQL inferred) and
- * quoted as a literal, which PostgreSQL reads with the same input function. The answers, the
- * errors (SQLSTATE, constraint) and the types are the same; a parameter holding a NUL (which a
- * simple-protocol query cannot carry) is sent the usual way, and so is anything PREPARE refuses.
- *
- * PGlite is one session, so a prepared statement lasts as long as the database is open. PREPARE is
- * not undone by a rollback; inside a transaction it runs under a savepoint, so one that fails
- * leaves the transaction as it was.
+ * Statements sent to PGlite again are planned once: PostgreSQL in WebAssembly parses and plans each
+ * on our CPU, and the extended protocol's five messages per query cost as much again
+ * (bench/results/2026-12-07-measurements-behind-the-code.md#pglite-statements). One seen before is
+ * PREPAREd under a name of ours and run as `EXECUTE name('…', …)`, each parameter serialised as
+ * PGlite's bind would (by its inferred type) and quoted: same answers, errors and types. A NUL in a
+ * parameter, or a refused PREPARE, goes the usual way. PGlite is one session, so a prepared statement
+ * lasts while it is open; PREPARE outlives a rollback, and in a transaction runs under a savepoint.
  */
 export function createPlanCache(options: {
   /** The database's own serializers by type OID (`PGlite.serializers`). */

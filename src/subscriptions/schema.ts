@@ -14,8 +14,8 @@ const at = (name: string) => timestamp(name, { withTimezone: true, precision: 3,
 export const subscriptionAddresses = pgTable(
   'subscription_addresses',
   {
-    // No foreign key: its check per row was a third to half of adding 100,000 addresses (PGlite
-    // 1.43-1.53 s with it, 0.82-1.04 s without; PostgreSQL 0.98-1.02 s, 0.66-0.86 s), and nothing
+    // No foreign key: its check per row was a large share of adding 100,000 addresses
+    // (bench/results/2026-12-07-measurements-behind-the-code.md#subscription-addresses), and nothing
     // deletes a subscription's row (deletion is `deleted_at`); rows are written only with their
     // subscription, in the transaction that creates it or under its row lock.
     subscriptionId: uuid('subscription_id').notNull(),
@@ -25,7 +25,7 @@ export const subscriptionAddresses = pgTable(
     createdAt: at('created_at').notNull(),
   },
   // No index by (network, address): nothing reads it so (the watchers keep that in memory), and it
-  // made adding 100,000 addresses up to twice as slow.
+  // made adding many addresses much slower.
   (t) => [primaryKey({ columns: [t.subscriptionId, t.address] })],
 );
 

@@ -1,5 +1,5 @@
 /**
- * Chain notification ids are derived from the event (issue 32, docs/scaling-out.md). When the database loses
+ * Chain notification ids are derived from the event (docs/scaling-out.md). When the database loses
  * notifications it had sent (a failover to a replica that lost the last commits, a restore from a
  * backup), the blocks are processed again and their notifications made again: with the ids they
  * had, so a receiver that deduplicates by `webhook-id` does not credit a deposit twice. Here the

@@ -1,6 +1,6 @@
 /**
  * A node that cannot trace older blocks (a full node keeps the state of its last 128) must not stop
- * a network's notifications (issue 44). A JSON-RPC proxy in front of anvil answers the trace
+ * a network's notifications. A JSON-RPC proxy in front of anvil answers the trace
  * methods as a pruned geth does; the network keeps the default `traces: auto`. Every plain transfer
  * is notified, the untraced blocks are recorded as trace gaps (with their hashes, in the
  * transaction of their block), /readyz, the metric and the log say so once, a reorganisation

@@ -1,5 +1,5 @@
 /**
- * Contract event subscriptions as an attacker with an ordinary token would make them (issue 43):
+ * Contract event subscriptions as an attacker with an ordinary token would make them:
  * ABI types whose declared size no log could carry, deep nesting, huge tuples, signatures that
  * differ only to fill a cache, and a real log whose offsets point many values at one long string.
  * Every create answers 201 or 400 within a deadline, a sample is as large as a log could be and no

@@ -1,5 +1,5 @@
 /**
- * SIGKILL between a pending announcement and its withdrawal (issue 31, docs/watching-chains.md): the withdrawal
+ * SIGKILL between a pending announcement and its withdrawal (docs/mempool.md): the withdrawal
  * still comes, once. The service runs as a real process following a real anvil chain (DEVNET,
  * mining paused); alice is watched with `mempool: true`. A transfer from her is announced as
  * pending, then replaced (same nonce, higher fees, another recipient) and mined. Whether the

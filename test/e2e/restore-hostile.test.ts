@@ -1,5 +1,5 @@
 /**
- * `ledgerhook restore` against hostile archives (issue 43): a gzip bomb, a real data directory with
+ * `ledgerhook restore` against hostile archives: a gzip bomb, a real data directory with
  * a file too many or too large, tar headers that hide entries, paths leaving the directory, links,
  * a manifest that lies about the size. Each is refused in one line, early and with the process's
  * memory flat, and leaves the target as it was. A restore killed midway blocks no later one. What

@@ -1,5 +1,5 @@
 /**
- * `ledgerhook traces fill` (issue 44): trace gaps filled on demand, through the running service's
+ * `ledgerhook traces fill`: trace gaps filled on demand, through the running service's
  * admin endpoint while it holds the embedded database, and on the data directory itself once it
  * has stopped; from the network's node or another one (`--rpc`, an archive node). A gap the node
  * still cannot trace is listed with why (exit 1); bad input is exit 2 naming it.

@@ -6,9 +6,9 @@ const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 /**
  * The compiled CLI (kept current by the test run's global setup), as `npm start` runs it. V8 compiles
  * PGlite's WebAssembly quickly first and optimises what runs often; a process that opens PGlite and
- * lives a few seconds spent a third of its CPU on that optimisation, on background threads. A larger
- * budget before it (V8's default is 1,800,000) cut a start's CPU from 1.5-1.7 s to 1.15-1.2 s; a long
- * job still gets its optimised code (bench/README.md, "Issue 33, eighth session").
+ * lives a few seconds spent much of its CPU on that optimisation, on background threads. A larger
+ * budget before it (V8's default is 1,800,000) cuts a start's CPU, and a long job still gets its
+ * optimised code (bench/results/2026-12-07-measurements-behind-the-code.md#test-processes-start).
  */
 const CLI = ['--wasm-tiering-budget=18000000', BUILT_CLI];
 const TOKEN = /lh_[A-Za-z0-9_-]{32}/;

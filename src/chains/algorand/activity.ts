@@ -1,24 +1,11 @@
 /**
- * What an Algorand round does, as the follower's activity: its top-level transactions, each with
- * the value-moving parts of its effect (payment, asset transfer, closing amounts, rewards) and its
- * inner transactions, and the arithmetic a notification needs (docs/watching-chains.md): each address's net
- * signed change of each asset, whether value of that asset actually moved for it, and the single
- * counterparty. No I/O here: source.ts fills these from algod's msgpack blocks or the indexer.
- *
- * The rules, per (top-level transaction, address, asset), inner transactions folded in:
- * - `pay`: the receiver + amount, the sender − amount − fee; with `close-remainder-to`, that
- *   account + the closing amount (ApplyData `ca`, indexer `closing-amount`), the sender − it.
- * - `axfer`: the asset receiver + amount, the sender − amount (for a clawback the revoked
- *   `asset-sender` instead: the clawback account pays only the fee); with `close-to`, that
- *   account + the asset closing amount (`aca`, indexer `asset-closing-amount`/`close-amount`).
- * - every transaction, inner ones included, costs its own sender its `fee` as recorded: under fee
- *   pooling an inner transaction's fee is usually 0 and the outer sender paid more, which the
- *   outer fee already says; an inner fee that is not 0 is paid by the application account.
- * - rewards (`rs`/`rr`/`rc`) count: the net is the balance change, and rewards are credited to
- *   the sender, the receiver and the close-to account as the round applied them.
- * - "moved": the address sent or received a non-zero amount of the asset (a self-payment too).
- *   Fees and rewards alone do not move value, so a 0-amount opt-in, a key registration, an asset
- *   configuration or an application call without inner transfers notifies nothing.
+ * What an Algorand round does, as the follower's activity: its top-level transactions with their
+ * value-moving effects, inner transactions folded in, and per address and asset the net change,
+ * whether value moved and the single counterparty, by the rules of docs/watching-chains.md
+ * (Algorand). Closing amounts are ApplyData `ca`/`aca` (indexer `closing-amount`,
+ * `asset-closing-amount`/`close-amount`). Every transaction, inner ones too, costs its own sender
+ * its recorded `fee` (under fee pooling an inner fee is usually 0, the outer sender paid it). No
+ * I/O: source.ts fills these from algod's msgpack blocks or the indexer.
  */
 import { formatUnits } from 'viem';
 

@@ -1,27 +1,11 @@
 /**
- * The Algorand anchor chain (anchor/chain.ts): the payload rides in the note of a zero-amount
- * payment from the anchor account to itself, built and signed with algosdk and sent through algod.
- *
- * What this relies on in algod (go-algorand: daemon/algod/api/server/v2/handlers.go and utils.go,
- * node/node.go, data/pools/transactionPool.go, ledger/ledgercore/error.go):
- * - `GET /v2/transactions/params` answers `consensus-version`, `fee` (µAlgo per byte, 0 when the
- *   pool is idle), `genesis-hash` (base64), `genesis-id`, `last-round`, `min-fee`. The fee to pay
- *   is max(min-fee, fee × size), which is what algosdk computes when `flatFee` is false.
- * - `POST /v2/transactions` takes the signed msgpack (`Content-Type: application/x-binary`) and
- *   answers 200 `{"txId"}`; a rejection is 400 `{"message"}` carrying the error's text. A
- *   transaction already committed within its validity window, or already in the pool, is refused
- *   with "TransactionPool.Remember: transaction already in ledger: <txid>": the ledger's tail of
- *   recent transactions and the pool's pending block raise the same TransactionInLedgerError.
- *   That refusal is a success here. (algod has no separate "already in pool" message.)
- * - `GET /v2/transactions/pending/{txid}` answers `pool-error` ("" while pending and once
- *   committed; why the pool dropped it otherwise) and `confirmed-round` once committed; 404 when
- *   it knows nothing of the id: it looks in its pool and in its last MaxTxnLife (1000) rounds only.
- * - `GET /v2/status` → `last-round`; `GET /v2/blocks/{round}/hash` → `{blockHash}`, 404 for a
- *   round the node does not have.
- * - A transaction may be committed in rounds firstValid..lastValid only, and lastValid − firstValid
- *   may not exceed MaxTxnLife (1000).
- *
- * Algorand blocks are final once committed: `finalDepth` is 1.
+ * The Algorand anchor chain (anchor/chain.ts, docs/anchoring.md): the payload rides in the note of
+ * a zero-amount payment from the anchor account to itself, signed with algosdk, sent through algod.
+ * Relied on in algod (go-algorand daemon/algod/api/server/v2, data/pools): the fee is max(min-fee,
+ * fee × size), as algosdk computes it with `flatFee` false; a transaction already committed in its
+ * window or already pooled is refused "transaction already in ledger" (no other message), which is
+ * success here; `/v2/transactions/pending/{txid}` knows only the pool and the last MaxTxnLife
+ * (1000) rounds, which also bounds lastValid − firstValid. Blocks are final: `finalDepth` is 1.
  */
 import algosdk from 'algosdk';
 import { ConfigError, LedgerhookError, UpstreamUnavailableError } from '../../errors.js';

@@ -1,12 +1,10 @@
 /**
  * Algorand blocks from either API into the follower's terms, without I/O: algod's msgpack block
  * (decoded with algosdk) and the indexer's JSON block both become the same header facts (round,
- * hash, previous hash, genesis) and the same activity (activity.ts).
- *
- * Hashes are written as algod's `/v2/blocks/{round}/hash` writes them: unpadded base32 of the 32
- * bytes. A block's hash is SHA-512/256 of "BH" ‖ its canonical msgpack header, computed here for
- * both APIs: algod's block carries no hash of its own, and the indexer's neither; the indexer's
- * JSON header is rebuilt field by field into algosdk's BlockHeader for it.
+ * hash, previous hash, genesis) and the same activity (activity.ts). Neither API gives a block's
+ * hash, so it is computed here for both, SHA-512/256 of "BH" ‖ the canonical msgpack header (the
+ * indexer's JSON header rebuilt field by field into algosdk's BlockHeader), and written as
+ * algod's `/v2/blocks/{round}/hash` writes it: unpadded base32 of the 32 bytes.
  */
 import { createHash } from 'node:crypto';
 import algosdk from 'algosdk';

@@ -4,18 +4,12 @@ import type { LookupResult, TransactionLookup, TransactionView } from '../transa
 import { emptyView } from '../transaction-view.js';
 
 /**
- * Algorand transaction lookup (docs/transaction-lookup.md).
- *
- * - A confirmed transaction comes from the indexer, `GET /v2/transactions/{id}`, mapped field by
- *   field per the table. Algorand has instant finality, so such an answer is final.
- * - When the indexer does not know the id (404), algod's `GET /v2/transactions/pending/{id}` is
- *   asked: it knows transactions still in its pool, and for a while also recently committed ones
- *   that the indexer may not have ingested yet. Its answer is a SignedTxn in algod's JSON form
- *   (msgpack short keys: `snd`, `fee`, `fv`, `lv`, `gen`, `gh`, `note`, `type`, `sig`, `msig`,
- *   `lsig`); it never carries round-time, intra-round offset or rewards, which stay null. Such an
- *   answer is not final: a later lookup, once the indexer has it, gives the complete view.
- * - Both 404 → undefined. A pool entry with a non-empty `pool-error` was evicted from the pool and
- *   will not be committed as it stands: undefined too.
+ * Algorand transaction lookup (docs/transaction-lookup.md): the indexer's
+ * `GET /v2/transactions/{id}`, final (instant finality); when it answers 404, algod's
+ * `GET /v2/transactions/pending/{id}`, which knows pool transactions and for a while committed ones
+ * the indexer has not ingested yet: a SignedTxn in msgpack short keys (`snd`, `fee`, `fv`, `lv`,
+ * `gen`, `gh`, `note`, `type`, `sig`, `msig`, `lsig`), without round time, offset or rewards, and
+ * not final. Both 404, or a non-empty `pool-error` (evicted, will not commit), → undefined.
  */
 
 export interface AlgorandLookupOptions {

@@ -1,17 +1,10 @@
 /**
- * The Algorand family's block source (chains/source.ts): height = round, hash = block hash,
- * parentHash = previous-block hash, both in algod's unpadded base32 (blocks.ts computes them the
- * same way from either API, so they compare equal across APIs).
- *
- * - algod (the default): `/v2/status` for the tip, `/v2/blocks/{round}/hash`, and
- *   `/v2/blocks/{round}?format=msgpack` decoded with algosdk; `waitForBlockAfter` is its long poll
- *   `/v2/status/wait-for-block-after/{round}`.
- * - indexer: `/health` for the tip round, `/v2/blocks/{round}` (`?header-only=true` for a hash).
- *
- * A round is read whole or not at all: a 5xx, a timeout, an unreachable node or a body that does
- * not decode, or that is not the round asked for, throws, and the follower retries. The node's
- * genesis is checked against the configured one before anything else is answered, and every block
- * against it too: a node on another network throws an error naming both, on every call.
+ * The Algorand family's block source (chains/source.ts): height = round, hash and parentHash in
+ * algod's unpadded base32, computed alike from either API (blocks.ts), so they compare equal. The
+ * endpoints of algod (the default) and the indexer are in docs/watching-chains.md (Algorand); the
+ * indexer's tip is `/health`, a hash alone `?header-only=true`. A round is read whole or throws
+ * (a 5xx, a timeout, a body that does not decode or is another round), and the follower retries.
+ * The genesis is checked first and on every block: a node on another network throws naming both.
  */
 import { LedgerhookError, UpstreamUnavailableError } from '../../errors.js';
 import { type NodeResponse, nodeRequest } from '../node-http.js';

@@ -53,9 +53,10 @@ function witnessVersion(script: Uint8Array): number | undefined {
  * The address an output script pays, on `network`, or null when it pays none (P2PK, bare
  * multisig, OP_RETURN, non-standard). The standard templates are recognised by their bytes and
  * encoded directly: bitcoinjs-lib's fromOutputScript tries each payment type in turn and throws
- * for every one that does not fit, which made decoding a large block's scripts cost a second
- * (bench/README.md, Bitcoin pass). Segwit v1+ programs (P2TR) are encoded as bech32m without
- * checking the key, as neither Bitcoin Core nor Esplora does before naming the address.
+ * for every one that does not fit, which made decoding a large block's scripts slow
+ * (bench/results/2026-12-07-measurements-behind-the-code.md#bitcoin-output-scripts). Segwit v1+
+ * programs (P2TR) are encoded as bech32m without checking the key, as neither Bitcoin Core nor
+ * Esplora does before naming the address.
  */
 export function addressOfScript(script: Uint8Array, network: Network): string | null {
   const version = witnessVersion(script);

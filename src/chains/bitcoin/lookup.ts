@@ -1,24 +1,11 @@
 /**
- * Bitcoin transaction lookup (docs/transaction-lookup.md), from an Esplora REST endpoint (the
- * default: Blockstream, mempool.space or a self-hosted electrs) or from a bitcoind JSON-RPC node.
- *
- * The mapping, the same for both back ends:
- * - id: the txid (lower-case hex); confirmedRound: block height; roundTime: block time (s);
- *   intraRoundOffset: the transaction's index in its block (0 = the coinbase).
- * - fee: inputs − outputs in satoshi, summed as bigint. A coinbase pays no fee: 0, as Esplora
- *   reports it. null when a previous output cannot be read.
- * - sender: the address of the output the first input spends, as the node names it. An output
- *   without an address (pay-to-pubkey like the early coinbases, bare multisig, non-standard
- *   scripts) gives null; so does a coinbase. We do not derive a P2PKH address from a bare pubkey:
- *   that address never held the coins, and Esplora and bitcoind ≥ 22 name none either.
- * - txType: 'coinbase' or 'transfer'.
- * - note: the data pushed after OP_RETURN in the first OP_RETURN output, concatenated and
- *   base64-encoded; null when there is no such output or it pushes nothing.
- * - genesisHash: block 0's hash, read from the node once; genesisId: `bip122:<its first 32 hex>`
- *   (the CAIP-2 chain id). signature and every other field: null.
- *
- * `final`: at least 6 confirmations, and every field resolved (a block that vanished between two
- * reads, i.e. a reorganisation in progress, leaves the view incomplete and not final).
+ * Bitcoin transaction lookup (docs/transaction-lookup.md has the mapping), from Esplora REST (the
+ * default: Blockstream, mempool.space, a self-hosted electrs) or bitcoind JSON-RPC, alike. Beyond
+ * the table: a coinbase's fee is 0, as Esplora reports it; a fee whose spent outputs cannot be read
+ * is null; no P2PKH address is derived from a bare pubkey (it never held the coins; Esplora and
+ * bitcoind ≥ 22 name none); the note is the first OP_RETURN output's pushes, concatenated. `final`:
+ * 6 confirmations and every field resolved (a block gone between two reads, a reorganisation in
+ * progress, leaves the view incomplete and not final).
  */
 import { script as btcScript, opcodes } from 'bitcoinjs-lib';
 import { UpstreamUnavailableError, ValidationError } from '../../errors.js';
@@ -157,16 +144,11 @@ export interface EsploraLookupOptions {
 }
 
 /**
- * Lookup through Esplora's REST API:
- * - `GET /tx/{txid}` — the transaction, with each input's `prevout` (value in sat, address) and
- *   `status` (block_height, block_hash, block_time); 404 → unknown.
- * - `GET /block/{hash}/txids` — the block's txids in order; the index of ours is intraRoundOffset.
- *   If the block is gone (404) or no longer lists the transaction, the offset stays null and the
- *   view is not final.
- * - `GET /blocks/tip/height` — for the confirmation count (tip − height + 1).
- * - `GET /block-height/0` — the genesis hash, read once.
- * The txids and the tip are read only for a confirmed transaction, in parallel with each other and
- * with the genesis hash (read on the first lookup only).
+ * Lookup through Esplora's REST API: `GET /tx/{txid}` (each input's `prevout`, and `status`; 404
+ * → unknown), `GET /block/{hash}/txids` (the offset: a block gone, or no longer listing it, leaves
+ * it null and the view not final), `GET /blocks/tip/height` (confirmations: tip − height + 1) and
+ * `GET /block-height/0` (the genesis hash). Txids and tip are read only for a confirmed
+ * transaction, in parallel with each other and with the genesis hash (first lookup only).
  */
 export function createEsploraLookup(options: EsploraLookupOptions): TransactionLookup {
   const base = options.url.replace(/\/+$/, '');
@@ -324,17 +306,12 @@ export function createBitcoindRpc(options: BitcoindLookupOptions): BitcoindRpc {
 }
 
 /**
- * Lookup through bitcoind's JSON-RPC (the node needs `txindex=1` to find confirmed transactions):
- * - `getrawtransaction txid true` — the transaction; error -5 → unknown.
- * - `getblock blockhash 1` — height, time and the block's txids (the index is intraRoundOffset).
- *   One call instead of getblockheader + getblock: verbosity 1 carries the height too. A block
- *   not found (-5, a reorganisation in progress) leaves height and offset null, the view not final.
- * - `getrawtransaction prevtxid true` for each distinct transaction the inputs spend: the value
- *   (for the fee) and the address (for the sender) of each spent output. A previous transaction
- *   the node cannot find leaves the fee (and, for the first input, the sender) null.
- * - `getblockhash 0` — the genesis hash, read once.
- * Every request is a JSON-RPC batch (see createBitcoindRpc). Confirmations come from
- * getrawtransaction's `confirmations`.
+ * Lookup through bitcoind's JSON-RPC (confirmed transactions need `txindex=1`), each request a
+ * batch (createBitcoindRpc): `getrawtransaction txid true` (-5 → unknown; its `confirmations`),
+ * `getblock blockhash 1` (height, time and txids in one call; -5, a reorganisation in progress,
+ * leaves height and offset null, the view not final), `getrawtransaction` of each distinct
+ * transaction the inputs spend (fee and sender; one not found leaves them null) and
+ * `getblockhash 0` (the genesis hash, read once).
  */
 export function createBitcoindLookup(options: BitcoindLookupOptions): TransactionLookup {
   const { endpoint, batch } = createBitcoindRpc(options);

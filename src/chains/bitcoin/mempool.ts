@@ -1,31 +1,11 @@
 /**
- * A Bitcoin node's pool, read by polling and fetching only what was not seen before (docs/watching-chains.md,
- * pending lifecycle). Each poll lists the pool's txids, forgets the seen ones no longer listed once
- * they are a tenth of the pool (so memory follows its size), and reads the new ones whole: inputs with the outputs they
- * spend, and their outpoints (`spends`), which is what a replacement or double spend is told by.
- *
- * Esplora (electrs, Blockstream, mempool.space): `GET /mempool/txids`, then `GET /tx/:txid` for each
- * new txid, a few at a time; the answer carries each input's prevout.
- *
- * Bitcoin Core (JSON-RPC):
- * - `getrawmempool false true` gives the txids and `mempool_sequence` (Core 21+), which moves on
- *   every addition and removal: while it stands still, a poll is that one call. Before 21 the
- *   second argument is an error; the reader then lists with `getrawmempool false` from that poll
- *   on and diffs the full list every time.
- * - `getrawtransaction <txid> true` reads a pool transaction in every version without `txindex`
- *   (the pool is searched first). Its inputs carry no prevout (getblock verbosity 3 and
- *   getrawtransaction verbosity 2 give them only for mined transactions), so they come from the
- *   parents: a parent in the pool from a cache of the pool transactions' outputs or its own
- *   `getrawtransaction`; a confirmed parent with `gettxout <txid> <n> false`, which reads the UTXO
- *   set (no txindex, and pruned nodes too): the output is unspent on chain while the pool
- *   transaction spending it is pending. Only when both fail (the output was spent by a block, so
- *   the pool transaction is on its way out) is `getrawtransaction` of a confirmed parent tried,
- *   which needs `txindex=1`.
- * So any Core from 0.19 on works without txindex; 21+ makes an idle poll one call.
- *
- * A transaction that left the pool or was mined between the list and its read is skipped, as is
- * one whose prevouts cannot be read yet (it stays unseen and is read again next poll). A node
- * that cannot be reached or answers nonsense throws; the caller retries.
+ * A Bitcoin node's pool, polled, each new transaction read once with the outputs its inputs spend
+ * (`spends`: how a replacement or double spend is told). The calls of Esplora and Bitcoin Core, and
+ * how Core gives a pool transaction's prevouts without txindex, are in docs/mempool.md ("How pending
+ * transactions are read"). Seen txids that left the pool are forgotten once they are a tenth of it.
+ * A transaction gone or mined between the list and its read is skipped, as is one whose prevouts
+ * cannot be read yet (read again next poll); a node unreachable or answering nonsense throws, and
+ * the caller retries.
  */
 
 import { nodeRequest } from '../node-http.js';
@@ -96,8 +76,9 @@ const SWEEP_AFTER = 1_000;
 /**
  * The txids seen (read, or mined before they could be), bounded by the pool. A poll costs one
  * lookup per listed txid: a txid is checked for its form only when new, and those that left the
- * pool are swept out once they are a tenth of it, not on every poll (bench/README.md, "Bitcoin
- * mempool": rebuilding and diffing sets of 100,000 txids each poll was most of the reader's CPU).
+ * pool are swept out once they are a tenth of it, not on every poll: rebuilding and diffing the
+ * whole set each poll was most of the reader's CPU
+ * (bench/results/2026-12-07-measurements-behind-the-code.md#bitcoin-mempool-seen-txids).
  */
 class Seen {
   private readonly txids = new Set<string>();

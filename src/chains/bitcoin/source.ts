@@ -1,12 +1,10 @@
 /**
- * The Bitcoin family's block source (chains/source.ts) from either back end the lookups use:
- * Esplora REST (the default) or Bitcoin Core JSON-RPC. Both give the same ChainBlock for the same
- * block: every transaction in block order, each input with the output it spends (value and
- * address), each output with its value and address.
- *
- * A block is read whole or not at all: a page short of the block's transaction count, an input
- * without its spent output, an answer that does not fit the height or hash asked for, a 5xx, a
- * timeout or an unreachable node all throw, and the follower retries. Nothing is ever skipped.
+ * The Bitcoin family's block source (chains/source.ts) from either back end the lookups use,
+ * Esplora REST (the default) or Bitcoin Core JSON-RPC (docs/watching-chains.md, Bitcoin), giving
+ * the same ChainBlock: every transaction in block order, each input with the output it spends and
+ * each output with its value and address. A block is read whole or not at all: a short page, an
+ * input without its spent output, an answer for another height or hash, a 5xx, a timeout or an
+ * unreachable node throws, and the follower retries. Nothing is ever skipped.
  */
 import type { Network } from 'bitcoinjs-lib';
 import { nodeRequest } from '../node-http.js';

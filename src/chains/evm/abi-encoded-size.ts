@@ -1,7 +1,7 @@
 /**
- * What an ABI encoding takes and yields, measured without decoding it. A declared type can promise
+ * What an ABI encoding takes and yields, sized without decoding it. A declared type can promise
  * far more than any log holds (`uint256[4294967295]`), and a log's data can make a decoder yield far
- * more than it holds (many offsets pointing at one long string): both are measured here first, so
+ * more than it holds (many offsets pointing at one long string): both are bounded here first, so
  * that what is built from an event is bounded by the data a log can carry.
  */
 import { arrayShape, isDynamic, type Param } from './abi-types.js';

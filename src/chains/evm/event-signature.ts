@@ -4,7 +4,7 @@
  * keeps every parameter string it has seen in a module-level map that never shrinks (a refused
  * create request grew it too) and recurses once per character of its input.
  *
- * Tuple nesting is measured before anything is read, so the recursive descent below stays shallow.
+ * Tuple nesting depth is checked before anything is read, so the recursive descent below stays shallow.
  */
 
 import { LedgerhookError } from '../../errors.js';

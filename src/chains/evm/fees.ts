@@ -1,43 +1,9 @@
 // The fee a transaction's sender paid, worked out from its receipt as the node answered it
-// (eth_getTransactionReceipt / eth_getBlockReceipts, hex quantities, not formatted by viem).
-//
-// What each part is and where it comes from:
-//
-// - Execution: gasUsed × effectiveGasPrice (EIP-1559; the receipt field every client since London
-//   reports). A node from before London answers without effectiveGasPrice; then the transaction's
-//   own gasPrice is what was paid per gas, and the caller passes it.
-// - Blobs (EIP-4844, type 0x3): blobGasUsed × blobGasPrice, burned on top of execution. Both fields are
-//   on the receipt of a blob transaction (go-ethereum internal/ethapi marshalReceipt writes them only
-//   for BlobTxType; anvil writes blobGasPrice on every receipt, blobGasUsed only on blob ones).
-// - OP Stack L1 data fee: the receipt's l1Fee, charged on top of execution to every non-deposit
-//   transaction (op-geth core/types/receipt_opstack.go deriveOPStackFields; formula in
-//   core/types/rollup_cost.go, Bedrock/Ecotone/Fjord). It is already a total in wei.
-// - OP Stack operator fee (Isthmus and later): op-geth puts operatorFeeScalar and operatorFeeConstant
-//   on the receipt only when at least one is non-zero (receipt_opstack.go, same function). The formula
-//   changed with Jovian:
-//     Isthmus: operatorFee = gasUsed × operatorFeeScalar / 1e6 + operatorFeeConstant
-//       (ethereum-optimism/specs, protocol/isthmus/exec-engine.md "Operator Fee"; op-geth
-//       rollup_cost.go newOperatorCostFuncIsthmus; integer division, rounding down)
-//     Jovian:  operatorFee = gasUsed × operatorFeeScalar × 100 + operatorFeeConstant
-//       (ethereum-optimism/design-docs protocol/operator-fee-scalar-fix.md; op-geth rollup_cost.go
-//       newOperatorCostFuncOperatorFeeFix; both formulas are asserted against the operator fee vault's
-//       balance in ethereum-optimism/optimism op-e2e/actions/proofs/operator_fee_test.go).
-//   A receipt shows which one applies: from Jovian on, op-geth adds daFootprintGasScalar to every
-//   non-deposit receipt ("DAFootprintGasScalar is nil prior to the Jovian hardfork").
-// - OP Stack, Jovian: blobGasUsed on an OP receipt is the transaction's DA footprint
-//   (daFootprintGasScalar × estimated DA size, receipt_opstack.go), a block-limit measure, not an
-//   EIP-4844 blob fee: there is no blobGasPrice beside it and nothing is charged for it. Blob gas is
-//   therefore only charged when the receipt carries a blobGasPrice.
-// - OP Stack deposits (type 0x7e) buy their L2 gas on L1: they pay no L2 execution fee, no l1Fee and
-//   no operator fee (op-geth DepositTx.effectiveGasPrice is 0; deriveOPStackFields skips deposits; the
-//   operator fee test above asserts a deposit leaves the sender's L2 balance unchanged). Zero, whatever
-//   the receipt says: nodes have reported a non-zero effectiveGasPrice for deposits (OP Goerli,
-//   ethereum-optimism/optimism issue #5287: "effectiveGasPrice": "0x32"), and some clients put L1
-//   fields on deposit receipts too.
-// - Arbitrum (Nitro): the L1 part is bought as extra L2 gas, included in gasUsed ("gasUsedForL1:
-//   amount of gas spent on l1 computation in units of l2 gas", docs.arbitrum.io Arbitrum SDK
-//   ArbTransactionReceipt), so gasUsed × effectiveGasPrice is the whole fee and gasUsedForL1 is not
-//   added again.
+// (eth_getTransactionReceipt / eth_getBlockReceipts, hex quantities, not formatted by viem). What
+// each part is, for users: docs/internal-transfers.md ("Fees and failures"). The clients' code each
+// rule rests on is cited where it is applied. Arbitrum (Nitro) buys the L1 part as extra L2 gas,
+// included in gasUsed ("gasUsedForL1: amount of gas spent on l1 computation in units of l2 gas",
+// docs.arbitrum.io Arbitrum SDK ArbTransactionReceipt): nothing is added for it.
 import type { Hex } from 'viem';
 
 /** The fee fields of a receipt as JSON-RPC answers it (hex quantities), raw, not formatted by viem. */
@@ -86,8 +52,15 @@ function optionalQuantity(value: unknown, field: string): bigint | undefined {
 export function transactionFee(receipt: RpcReceiptFees, txGasPrice?: Hex | null): bigint {
   const gasUsed = quantity(receipt.gasUsed, 'gasUsed');
   const type = optionalQuantity(receipt.type, 'type');
+  // OP Stack deposits (type 0x7e) buy their L2 gas on L1: no execution fee, l1Fee or operator fee
+  // (op-geth DepositTx.effectiveGasPrice is 0; deriveOPStackFields skips deposits; operator_fee_test.go
+  // asserts a deposit leaves the sender's L2 balance unchanged). Zero whatever the receipt says: nodes
+  // have reported a non-zero effectiveGasPrice for deposits (OP Goerli, ethereum-optimism/optimism
+  // issue #5287: "effectiveGasPrice": "0x32"), and some clients put L1 fields on deposit receipts.
   if (type === DEPOSIT_TX_TYPE) return 0n;
 
+  // Execution: gasUsed × effectiveGasPrice (EIP-1559, on every client's receipt since London); a
+  // node from before London has none, and the transaction's own gasPrice is what was paid per gas.
   const gasPrice =
     optionalQuantity(receipt.effectiveGasPrice, 'effectiveGasPrice') ??
     optionalQuantity(txGasPrice, 'gasPrice (of the transaction)');
@@ -101,12 +74,25 @@ export function transactionFee(receipt: RpcReceiptFees, txGasPrice?: Hex | null)
   if (type === BLOB_TX_TYPE && (blobGasPrice === undefined || blobGasUsed === undefined)) {
     throw new Error('blob transaction receipt (type 0x3) has no blobGasUsed or no blobGasPrice');
   }
-  // Some nodes (anvil) put the block's blobGasPrice on every receipt; without blobGasUsed the
-  // transaction carried no blob and paid nothing for blobs.
+  // Blobs (EIP-4844, type 0x3), burned on top of execution: go-ethereum (internal/ethapi
+  // marshalReceipt) writes blobGasUsed and blobGasPrice on blob transactions' receipts only; anvil
+  // writes blobGasPrice on every receipt, and without blobGasUsed no blob was carried. On OP Stack
+  // from Jovian, blobGasUsed is the DA footprint (daFootprintGasScalar × estimated DA size,
+  // receipt_opstack.go), a block-limit measure with no blobGasPrice beside it, charged nothing: blob
+  // gas is paid only where the receipt has a blobGasPrice.
   if (blobGasPrice !== undefined && blobGasUsed !== undefined) fee += blobGasUsed * blobGasPrice;
 
+  // OP Stack L1 data fee, charged on top to every non-deposit transaction, already a total in wei
+  // (op-geth core/types/receipt_opstack.go deriveOPStackFields; rollup_cost.go, Bedrock to Fjord).
   fee += optionalQuantity(receipt.l1Fee, 'l1Fee') ?? 0n;
 
+  // OP Stack operator fee (Isthmus on), on the receipt only when scalar or constant is non-zero.
+  // Isthmus: gasUsed × scalar / 1e6 + constant, rounded down (ethereum-optimism/specs
+  // protocol/isthmus/exec-engine.md "Operator Fee"; op-geth rollup_cost.go newOperatorCostFuncIsthmus).
+  // Jovian: gasUsed × scalar × 100 + constant (ethereum-optimism/design-docs
+  // protocol/operator-fee-scalar-fix.md; newOperatorCostFuncOperatorFeeFix). Both are asserted against
+  // the fee vault in optimism's op-e2e/actions/proofs/operator_fee_test.go. Jovian's receipts carry
+  // daFootprintGasScalar ("DAFootprintGasScalar is nil prior to the Jovian hardfork"): that says which.
   const scalar = optionalQuantity(receipt.operatorFeeScalar, 'operatorFeeScalar');
   const constant = optionalQuantity(receipt.operatorFeeConstant, 'operatorFeeConstant');
   if (scalar !== undefined || constant !== undefined) {

@@ -1,25 +1,11 @@
 /**
  * Transaction lookup on EVM chains (docs/transaction-lookup.md): the transaction, its receipt and
- * its block, mapped to the normalised view.
- *
- * - A transaction still in the mempool comes back with `confirmedRound`, `roundTime`,
- *   `intraRoundOffset` and `fee` null, and is never final.
- * - `fee` is what the sender paid: gasUsed × effectiveGasPrice, plus blobGasUsed × blobGasPrice
- *   for a blob transaction (type 3).
- * - A reverted transaction comes back like any other included one: it is in a block and paid for
- *   its gas, so `confirmedRound`, `roundTime`, `intraRoundOffset` and `fee` are set. The view has no
- *   status field, so nothing in it tells a reverted transaction from a successful one; the receipt's
- *   `status` is the place to look.
- * - `signature` is the 65-byte r ‖ s ‖ v in hex (0x + 130 hex characters), with v = 27 + yParity
- *   for every transaction type: the conventional form that ecrecover-style tools (viem's
- *   `recoverAddress`, ethers' `Signature.from`) read. A typed transaction reports v as its yParity
- *   (0/1) and an EIP-155 legacy one as chainId × 2 + 35 + yParity; both become 27/28, so the raw v
- *   is not kept (the chain id is in `genesisId`). A transaction without a signature (r = s = 0, as
- *   some rollups' system transactions) has signature null.
- * - `final`: included in a block at or below the node's `finalized` block. A node that does not
- *   know the tag (or has no finalized block yet) is asked for its latest block instead, and the
- *   transaction is final once `finalityDepth` blocks (default 64) have been built on top of its own.
- * - The node's chain id and genesis block hash are read once per client and kept.
+ * its block, mapped to the normalised view. A pending one has no `confirmedRound`, `roundTime`,
+ * `intraRoundOffset` or `fee` and is never final; a reverted one reads like any included one.
+ * `signature`: r ‖ s ‖ v with v = 27 + yParity for every type, what ecrecover-style tools read (a
+ * typed v of 0/1 and an EIP-155 v both become 27/28; the chain id is in `genesisId`); null when
+ * r = s = 0 (some rollups' system transactions). `final`: at or below the `finalized` block, or
+ * `finalityDepth` deep where the node lacks the tag. Chain id and genesis hash are read once.
  */
 import {
   BaseError,

@@ -1,12 +1,10 @@
 /**
- * viem's JSON-RPC transport over HTTP, on undici's `request` instead of the global `fetch`.
- *
- * viem's own `http()` builds every call on `fetch` (a Request, web streams, an AbortController
- * and a TimeoutError made in advance): about 600 µs of CPU a call on this project's machines,
- * against about 130 µs here, and a follower asks three a block (block, receipts, traces;
- * bench/README.md, "EVM calls on undici"). What a caller sees is what `http()` gives: the same
- * error classes (HttpRequestError, RpcRequestError, TimeoutError, ResponseBodyTooLargeError) with
- * the same fields, which viem then maps by JSON-RPC code as for any transport, and no retries.
+ * viem's JSON-RPC transport over HTTP, on undici's `request` instead of the global `fetch`: viem's
+ * `http()` makes a Request, web streams, an AbortController and a TimeoutError for every call,
+ * several times the CPU of a call here, and a follower makes three a block (block, receipts,
+ * traces: bench/results/2026-12-07-measurements-behind-the-code.md#evm-calls-on-undici). A caller
+ * sees what `http()` gives: the same error classes (HttpRequestError, RpcRequestError,
+ * TimeoutError, ResponseBodyTooLargeError) and fields, mapped by viem by JSON-RPC code, no retries.
  */
 import { type Dispatcher, request } from 'undici';
 import {

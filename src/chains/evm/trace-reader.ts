@@ -1,13 +1,10 @@
 /**
  * Which trace method a network's node answers, and a block's traces read with it. Internal
- * transfers (native value moved by contract calls) are only in traces: `debug_traceBlockByNumber`
- * with geth's callTracer (geth, reth, nethermind, erigon, anvil) or parity's `trace_block`
- * (erigon, nethermind, reth, anvil). A network's `traces` setting picks one, turns them off, or
- * (`auto`) probes: callTracer first, then trace_block.
- *
- * A block the node cannot trace never holds the network up: a node that no longer has the block's
- * state says so at once, and any other failure is retried until the block's traces have failed for
- * the trace wait; the block is then read without its internal transfers, as a trace gap.
+ * transfers are only in traces: geth's callTracer through `debug_traceBlockByNumber`, or parity's
+ * `trace_block` (which nodes give which: docs/internal-transfers.md); `traces: auto` probes
+ * callTracer first. A block the node cannot trace never holds the network up: a node that no
+ * longer has the block's state says so at once, any other failure is retried for the trace wait,
+ * and the block is then read without its internal transfers, as a trace gap.
  */
 import type { Hex, PublicClient } from 'viem';
 import type { TracesSetting } from '../networks.js';

@@ -1,15 +1,10 @@
 /**
- * Internal native transfers (ETH moved by contract calls) read from a block's call traces, in the
- * two answer formats nodes give: geth's `debug_traceBlockByNumber` with `callTracer` (one nested
- * frame tree per transaction) and `trace_block` (parity/OpenEthereum/erigon: flat entries with a
- * `traceAddress`). Pure: no I/O. Everything a node answered is checked before it is believed, since
- * a transfer read from the wrong block, or from a trace cut short, would be notified as real.
- *
- * Counted (docs/watching-chains.md): CALL, CREATE, CREATE2 and SELFDESTRUCT frames with a value above 0, below
- * the top-level call, with no error in them or in any frame above them (the top-level call
- * included: a failed transaction moves nothing). Never DELEGATECALL, CALLCODE or STATICCALL: no
- * value leaves the caller, even where a tracer shows one (geth's flat tracer repeats the parent's
- * value on a delegatecall).
+ * Internal native transfers read from a block's call traces, in the two formats nodes answer:
+ * geth's `debug_traceBlockByNumber` with `callTracer` (a nested frame tree per transaction) and
+ * `trace_block` (parity/erigon: flat entries with a `traceAddress`). Pure: no I/O. What counts is
+ * docs/internal-transfers.md's rule; DELEGATECALL never does, even where a tracer shows a value
+ * (geth's flat tracer repeats the parent's). Everything a node answered is checked before it is
+ * believed: a transfer read from the wrong block, or a trace cut short, would be notified as real.
  */
 import type { Hex } from 'viem';
 import { LedgerhookError } from '../../errors.js';

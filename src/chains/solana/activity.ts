@@ -1,25 +1,11 @@
 /**
  * What a Solana block does, as the follower's activity: its transactions, each reduced to the
- * balances it changed, and the arithmetic a notification needs (docs/watching-chains.md). No I/O here:
- * source.ts reads `getBlock` answers in `jsonParsed` encoding with `accounts` transaction details
- * and hands each transaction to `solanaTransactionFromJson`.
- *
- * The rules, per successful transaction (`meta.err` null; a failed one changes only its fee and
- * notifies nothing):
- * - SOL: each account's `postBalances − preBalances` in lamports, the fee payer's fee included.
- *   The accounts are the message's keys in balance order: in `jsonParsed` they already include
- *   the addresses loaded from lookup tables (`source: "lookupTable"`); in other encodings they
- *   are the static keys and `meta.loadedAddresses` (writable, then readonly) follows them. A
- *   change equal to minus the fee, for the fee payer (account 0), is the fee alone: not notified.
- * - SPL tokens (Token and Token-2022 alike, from `pre/postTokenBalances`): the net change per
- *   owner and mint, and per token account (its own address), so that watching either works. A
- *   token account with no entry on one side held nothing there (created or closed in the
- *   transaction). 2021-era answers may lack `owner`: only the token account's change is known.
- * - counterparty: the single other address of the same kind (account, owner, token account)
- *   whose balance of the same asset moved the other way, when there is exactly one.
- *
- * Integers are bigint. A JSON number beyond 2^53 was rounded by JSON.parse: reading one throws
- * InexactNumberError, and the caller parses the answer again exactly.
+ * balances it changed, and the arithmetic a notification needs, by docs/watching-chains.md's rules
+ * (Solana). No I/O: source.ts hands each `getBlock` transaction to `solanaTransactionFromJson`. In
+ * `jsonParsed` the keys include lookup-table addresses; other encodings append
+ * `meta.loadedAddresses` (writable, then readonly). A token account without a balance entry on one
+ * side held nothing there; 2021-era answers may lack `owner` (only the token account's change is
+ * known). A JSON number beyond 2^53 throws InexactNumberError; the caller parses again exactly.
  */
 import { formatUnits } from 'viem';
 import { LedgerhookError } from '../../errors.js';

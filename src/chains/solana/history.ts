@@ -1,15 +1,9 @@
 /**
- * History of watched addresses on a Solana network, for a backfill: each address's signatures
- * (`getSignaturesForAddress`, newest first, paged with `before`), each successful one's
- * transaction (`getTransaction` in `jsonParsed`, the encoding the follower's `getBlock` uses, so
- * the same balances), and per slot with matches its block's hash (`getBlock` without
- * transactions), which the dedupe key needs and `getTransaction` does not give.
- *
- * A node indexes signatures by the transaction's account keys, and a wallet is not among them
- * when only its token account moves: the wallet's token accounts (`getTokenAccountsByOwner`, for
- * the Token and Token-2022 programs) are asked about too. Those are the accounts it owns now; a
- * token account closed since is not found (said in the job's method). Above 1,000 watched
- * addresses every slot of the range is read as the follower reads it.
+ * History of watched addresses on a Solana network, for a backfill, read as docs/backfill.md says:
+ * each address's signatures and those of the token accounts it owns now (a wallet is not among a
+ * transaction's keys when only its token account moves), `getTransaction` in `jsonParsed` (the
+ * follower's encoding, so the same balances), and per slot with matches its block's hash, which the
+ * dedupe key needs. Above 1,000 watched addresses every slot is read as the follower reads it.
  */
 
 import { UpstreamUnavailableError } from '../../errors.js';

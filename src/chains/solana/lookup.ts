@@ -1,26 +1,10 @@
 /**
- * Solana transaction lookup (docs/transaction-lookup.md), through the JSON-RPC
- * `getTransaction` method in `jsonParsed` encoding (maxSupportedTransactionVersion 0, so that
- * versioned transactions are returned too).
- *
- * The mapping:
- * - id and signature: the transaction's first signature (base58), the one that identifies it.
- * - confirmedRound: slot; roundTime: blockTime (null when the node has none);
- *   intraRoundOffset: transactionIndex, null when the node does not report it.
- * - fee: meta.fee in lamports; sender: the fee payer (the first account key).
- * - txType: from the first top-level instruction that is not bookkeeping (ComputeBudget, the
- *   system program's advanceNonce, memos): its parsed type, prefixed with the program's name
- *   unless it is the system program — `transfer`, `createAccount`, `spl-token:transferChecked`,
- *   `spl-associated-token-account:create`, … An instruction the node cannot parse gives
- *   `unknown`. When every instruction is bookkeeping, the first one is named the same way.
- * - note: the text of the first top-level Memo instruction, base64 (its UTF-8 bytes); null without
- *   one. Memos inside inner (CPI) instructions are not read.
- * - genesisHash: getGenesisHash, read once; genesisId: `solana:<first 32 characters of it>`, the
- *   CAIP-2 chain id (mainnet-beta: solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp). Every other field null.
- *
- * `final`: the transaction is read at commitment `finalized` first; found there, it is final (a
- * finalized block cannot be rolled back). Otherwise it is read again at `confirmed` and is not
- * final. A finalized transaction, the case a cache keeps, costs one call.
+ * Solana transaction lookup (docs/transaction-lookup.md has the mapping), through `getTransaction`
+ * in `jsonParsed` with maxSupportedTransactionVersion 0 (versioned transactions too). The note is
+ * the first top-level Memo's text (memos in inner, CPI, instructions are not read); mainnet-beta's
+ * genesisId is solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp. `final`: read at `finalized` first, and
+ * found there it is final (a finalized block cannot be rolled back); otherwise read again at
+ * `confirmed`, not final. A finalized transaction, the case a cache keeps, costs one call.
  */
 import { getBase58Encoder } from '@solana/kit';
 import { UpstreamUnavailableError, ValidationError } from '../../errors.js';

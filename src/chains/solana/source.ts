@@ -1,30 +1,11 @@
 /**
- * The Solana family's block source (chains/source.ts), over JSON-RPC: height = slot, hash =
- * blockhash, parentHash = previousBlockhash, read at one commitment (`confirmed` by default,
- * `finalized` configurable): `getSlot` for the tip, `getBlock` in `jsonParsed` with `accounts`
- * transaction details (`none` for a hash alone), versioned transactions included, no rewards.
- * `accounts` details are each transaction's signatures and accounts (lookup-table ones included)
- * with the balance part of its meta: all the activity reads, without instructions and logs. On a
- * mainnet block that is 60% of the bytes of full details, half the parse and less garbage, which
- * is most of a follower's work at 2.5 slots a second (bench/README.md, issue 33).
- *
- * Skipped slots. Many slots have no block (the node answers -32007 "Slot N was skipped, or
- * missing due to ledger jump to recent snapshot", or -32009 "… missing in long-term storage").
- * The follower wants consecutive heights that link by hash, so a skipped slot is presented as an
- * empty block whose hash AND parentHash are both the hash of the last real block below it: it
- * links to whatever the follower processed before (that block, or a skipped slot carrying its
- * hash), and the next real block's previousBlockhash names that same hash, so it links too.
- * `hashAt` answers the same for a skipped slot, so walking back after a reorganisation compares
- * like with like: if the fork that replaced a block skips its slot (or fills a skipped one), the
- * hash at that height changes, and the follower walks back past it.
- *
- * A slot the node has not got yet (-32004 "Block not available for slot", or a null result) is
- * not in the chain yet: `block` answers undefined and `tip` reports the highest slot it has.
- *
- * A block is read whole or not at all: a 5xx, a timeout, an unreachable node, another JSON-RPC
- * error or an answer that does not parse throws, and the follower retries. Balances can exceed
- * 2^53 lamports (the supply is about 5.8e17), so a block is parsed with JSON.parse, which is fast,
- * and parsed again exactly when a number it reads was beyond 2^53 (InexactNumberError).
+ * The Solana family's block source (chains/source.ts) over JSON-RPC at one commitment
+ * (docs/watching-chains.md, Solana): height = slot, hash = blockhash, parentHash = previousBlockhash.
+ * `getBlock` asks `accounts` details, all the activity reads and less to parse than full details
+ * (bench/results/2026-12-07-measurements-behind-the-code.md#solana-blocks). A skipped slot is an
+ * empty block whose hash and parentHash are the last real block's, in `block` and `hashAt` alike,
+ * so heights link and a fork that skips or fills a slot changes its hash. A slot not there yet is
+ * not in the chain; other failures throw; numbers beyond 2^53 are read exactly (InexactNumberError).
  */
 import WebSocket from 'ws';
 import { UpstreamUnavailableError } from '../../errors.js';

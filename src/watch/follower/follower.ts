@@ -67,14 +67,12 @@ export interface FollowerDeps<Activity> {
 }
 
 /**
- * Follows one network of any family: processes each new block once, in order, writing its
- * notifications and the new cursor in one transaction, reading the next blocks meanwhile. When
- * the chain reorganises it walks back to the common ancestor, reads the new branch and applies
- * the difference (see reorg-diff.ts).
- *
- * Composed of its parts: the commit of blocks (commit.ts), the reorganisations
- * (reorganise.ts) and the round that catches up with the head (catch-up.ts); here are
- * the status, the loop, the lock and the lifecycle.
+ * Follows one network of any family (docs/watching-chains.md): processes each new block once, in
+ * order, writing its notifications and the new cursor in one transaction, reading the next blocks
+ * meanwhile; when the chain reorganises it walks back to the common ancestor, reads the new branch
+ * and applies the difference (reorg-diff.ts). Its parts: the commit of blocks (commit.ts), the
+ * reorganisations (reorganise.ts) and the round that catches up with the head (catch-up.ts); here
+ * are the status, the loop, the lock and the lifecycle.
  */
 export function createFollower<Activity>(deps: FollowerDeps<Activity>) {
   const { db, network, source } = deps;

@@ -16,15 +16,13 @@ import {
 import { createWatchTables, NONE, type WatchTables } from './watch-tables.js';
 
 /**
- * The watched addresses of every network, in memory (see watch-tables.ts for the layout), kept in
- * step with the API by `apply` and built from the database by `load`.
- *
- * `load` builds new tables beside the ones in use and swaps them in when done: changes applied
- * meanwhile go to the tables in use at once and are replayed, in order, on the new ones before the
- * swap. Every change is idempotent (an upsert sets, adding a watched address or removing an
- * unwatched one changes nothing), so a change the load already read is harmless to replay; and one
- * committed after the load read that part is not lost. A reload after missed notifications thereby
- * also drops what was deleted or removed meanwhile.
+ * The watched addresses of every network, in memory (the layout: watch-tables.ts), kept in step
+ * with the API by `apply` and built from the database by `load`, which builds new tables beside
+ * those in use and swaps them in when done: changes applied meanwhile go to the tables in use at
+ * once and are replayed, in order, on the new ones before the swap. Every change is idempotent (an
+ * upsert sets; adding a watched address or removing an unwatched one changes nothing), so replaying
+ * one the load already read is harmless and one committed after it is not lost. A reload after
+ * missed notifications thereby also drops what was deleted or removed meanwhile.
  */
 export type { SubscriptionChange, WatchedSubscription };
 

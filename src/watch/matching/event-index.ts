@@ -1,30 +1,11 @@
 /**
  * The contract events followed on every network, in memory beside the address index: which
- * CONTRACT_LOG_EVENT subscriptions a log may concern, found without looking at the others.
- *
- * A subscription is filed in the bucket of its event's topic key (topic0, or for an anonymous
- * event its topic count), then where a log finds it in a few lookups, whatever the number of
- * subscriptions of that event and of that log's contract:
- * - with a filter (on any contract or on a list): under the allowed values of its first filtered
- *   topic, so that 10,000 subscriptions of one event with different filters cost a lookup per
- *   filtered topic position of a log, not a test each. One on a contract list found so is then
- *   checked for the log's contract (its contracts and the contract's subscriptions walked in step:
- *   the shorter bounds it).
- * - without a filter, on any contract: in its bucket's `unfiltered` list (each one is a match).
- * - without a filter, on a contract list: found from the log's contract alone, in a contract table
- *   holding only these, so that a log of a contract followed by thousands of filtered subscriptions
- *   (a popular token's `Transfer` to this or that address) walks none of them.
- *
- * Contract lists are kept in watch tables (one for subscriptions with a filter, one for those
- * without) so that lists of 100,000 contracts cost what address lists cost.
- *
- * A log's topics and contract come from a node's answer: new strings, whose hashing as map keys
- * would read each of their 66 (or 42) characters, and lower-casing copy them once more. The maps
- * here are keyed by a few hex digits of each value read as a number (valueKey), and what shares a
- * key is told apart after, by comparing values whole. Before a large map or the contract table is
- * read, a bit per key (maySee) or a count per contract slot (ContractSlots), small enough to stay
- * in a cache, turns most logs away. A log then costs a few integer lookups: bench:ingest's
- * evm-events pass and bench/README.md, "Contract events: match cost with 10,000 subscriptions".
+ * CONTRACT_LOG_EVENT subscriptions a log may concern, found in a few lookups however many follow
+ * its event or contract (where each is filed: `file`). Contract lists are watch tables, one for
+ * subscriptions with a filter and one for those without, costing what address lists cost. A log's
+ * topics and contract are a node's fresh strings, which hashing would read whole: maps are keyed by
+ * a few hex digits read as a number (valueKey), and maySee and ContractSlots turn most logs away
+ * first (bench/results/2026-12-07-measurements-behind-the-code.md#contract-event-matching).
  */
 import type { Hex } from 'viem';
 import { passesFilter } from '../../chains/evm/event-filter.js';
@@ -153,6 +134,15 @@ function countPosition(bucket: Bucket, position: number, delta: number): void {
   bucket.positions = bucket.counts.flatMap((n, p) => (n > 0 ? [p] : []));
 }
 
+/**
+ * Files a subscription in its bucket. With a filter (on any contract or a list): under the allowed
+ * values of its first filtered topic, so that 10,000 subscriptions of one event with different
+ * filters cost a log a lookup per filtered position, not a test each; one on a contract list is
+ * then checked for the log's contract (the two lists walked in step, the shorter bounding it).
+ * Without a filter, on any contract: in `unfiltered`, each a match. Without one, on a contract list:
+ * only counted here, found from the log's contract in a table of those alone, so a popular token's
+ * log walks none of the thousands of filtered subscriptions of its `Transfer`.
+ */
 function file(bucket: Bucket, filed: Filed): void {
   bucket.size++;
   const { first } = filed;
@@ -192,8 +182,8 @@ function setSeen(seen: Uint32Array, key: number): void {
 /**
  * Whether a key may be in the bucket's map at a position. Most of a log's topics are no filter's
  * value: one bit read, in a table small enough to stay in a cache, turns them away without the
- * map's own lookup, which reads two or three places of a large table (in bench:ingest the bulk
- * of a log's match once the index is out of the caches).
+ * map's own lookup, which reads two or three places of a large table (the bulk of a log's match
+ * once the index is out of the caches).
  */
 function maySee(bucket: Bucket, position: number, key: number): boolean {
   if (bucket.stale[position]) {

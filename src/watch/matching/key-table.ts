@@ -2,12 +2,10 @@
  * A hash set of short byte strings (addresses, ids) that numbers its keys with small integers, the
  * "entries", so callers keep what goes with a key in typed arrays of their own indexed by entry.
  * Keys live end to end in one byte arena; the table is open addressing with linear probing over a
- * Uint32Array of entry + 1 (0: empty). Nothing here is a JavaScript object per key, so millions of
- * keys cost a few tens of bytes each and nothing for the garbage collector to trace.
- *
- * A slot holds entry + 1 in its low bits and the key's hash in the bits above, which entries do not
- * need yet: a probe passing other keys compares slots alone, without reading their keys (three
- * cache misses each, which made most of the cost of adding a million keys).
+ * Uint32Array: no JavaScript object per key, so millions of keys cost a few tens of bytes each and
+ * nothing for the garbage collector to trace. A slot holds entry + 1 (0: empty) in its low bits and
+ * the key's hash above: a probe passing other keys compares slots alone, without reading their keys
+ * (three cache misses each).
  */
 export interface KeyTable {
   /** The entry of `key[0..length)`, or -1. */

@@ -7,21 +7,13 @@ import { createWatchLists, type NetworkTable, NONE } from './watch-lists.js';
 export { NONE };
 
 /**
- * The compact tables behind the address index, compact enough for ten million watched addresses
- * in one process: per network a hash table of addresses as bytes, a table of subscriptions by id,
- * and "watches" (an address watched by a subscription) linking the two, all in typed arrays
- * indexed by small integers. A subscription may watch any number of addresses of its network; its
- * watches form a doubly linked list, so one of a million is removed without walking the others.
- *
- * Keys: an EVM address `0x` + 40 hex digits is its 20 bytes, matched whatever its case (nodes give
- * lower case, the API stores EIP-55), and each watch keeps the case it was given in 40 bits so it
- * reads back exactly as stored. Every other address (Bitcoin, Algorand, Solana, or anything not in
- * that form) is its UTF-8 bytes, matched exactly; on EVM networks lower-cased first. A subscription
- * id that is a lower-case UUID is its 16 bytes, any other its UTF-8.
- *
- * Composed of its parts: the key encoding (watch-keys.ts), the watches and their lists
- * (watch-lists.ts), the networks' address tables (`createNetworkTables`, below); the subscription
- * table, its fields by entry, is `createWatchTables` itself.
+ * The compact tables behind the address index, compact enough for ten million watched addresses in
+ * one process: per network a hash table of addresses as bytes (watch-keys.ts: an EVM address matched
+ * whatever its case, since nodes give lower case and the API stores EIP-55, and read back as
+ * stored), a table of subscriptions by id, and "watches" (an address watched by a subscription)
+ * linking the two, in typed arrays indexed by small integers. A subscription's watches form a doubly
+ * linked list (watch-lists.ts), so one of a million is removed without walking the others. The
+ * subscription table is `createWatchTables` itself; the networks' tables `createNetworkTables`.
  */
 
 /** A subscription's flags: it wants pending transactions, and (EVM) the fees its address pays. */

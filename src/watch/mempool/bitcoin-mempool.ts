@@ -1,18 +1,11 @@
 /**
- * The mempool of one Bitcoin network (docs/mempool.md): a transaction entering the
- * node's pool that moves value of an address watched with `mempool: true` is announced with the
- * fields of a mined notification (the watched address's net change, `counterAddress`), no
- * `blockNumber`, and `mempool: true`; the follower notifies it again once it is in a block.
- *
- * A transaction entering the pool that spends an input of an announced one replaced it (BIP 125
- * replace-by-fee, or full RBF): the announcement is withdrawn with `dropped: true` and
- * `replacedBy`. A block spending such an input (a double spend) does the same through the
- * follower. Leaving the pool is not a reason: a node that restarts with an empty pool would make
- * every announcement look dropped, while a conflicting spend is proof.
- *
- * The pool is read by chains/bitcoin/mempool.ts, which fetches each new transaction once; this
- * polls it only while a subscription of the network wants the mempool and this process follows
- * the network.
+ * The mempool of one Bitcoin network (docs/mempool.md): a pool transaction moving value of an
+ * address watched with `mempool: true` is announced with the mined notification's fields, no
+ * `blockNumber` and `mempool: true`; a pool transaction or a block spending one of its inputs
+ * withdraws it (`dropped`, `replacedBy`). Leaving the pool is no reason: a node restarting with an
+ * empty pool would make every announcement look dropped, while a conflicting spend is proof. The
+ * pool is read by chains/bitcoin/mempool.ts; this polls it only while a subscription of the network
+ * wants the mempool and this process follows the network.
  */
 import type { Logger } from 'pino';
 import { addressesOf, type BitcoinTransaction } from '../../chains/bitcoin/activity.js';

@@ -1,15 +1,11 @@
 /**
- * Pending EVM transactions that left the pool without being mined (evm-mempool.ts): evicted for a low
- * fee, dropped by the node (`anvil_dropTransaction`, a restart), or replaced on a node that never
- * saw the replacement. One whose nonce another transaction used is withdrawn by the follower when
- * that transaction is mined (pending-lifecycle.ts); one gone from the pool for
- * `LEDGERHOOK_MEMPOOL_DROP_AFTER` is withdrawn here, without `replacedBy`.
- *
- * Each round asks the node about a share of the announced transactions: found in a block, the
- * announcement is forgotten (the follower notifies it); found pending, it is in the pool again;
- * not found, it is missing since this round, and dropped once missing long enough. A node that
- * restarts with an empty pool only starts the clock: a transaction broadcast again in time is
- * pending again, and one mined later after all is notified as usual.
+ * Pending EVM transactions that left the pool without being mined (evm-mempool.ts): evicted,
+ * dropped by the node (`anvil_dropTransaction`, a restart), or replaced on a node that never saw
+ * the replacement. One whose nonce a mined transaction used is withdrawn by the follower
+ * (pending-lifecycle.ts); one gone for `LEDGERHOOK_MEMPOOL_DROP_AFTER` is withdrawn here, without
+ * `replacedBy` (docs/mempool.md). Each round asks the node about a share of the announcements: in a
+ * block, forgotten (the follower notifies it); pending, back in the pool; not found, missing since
+ * this round, so a node restarting with an empty pool only starts the clock.
  */
 import type { Logger } from 'pino';
 import { type Hex, type PublicClient, TransactionNotFoundError } from 'viem';

@@ -1,34 +1,11 @@
 /**
- * The mempool of one EVM network: pending transactions that move value from or to a watched
- * address are notified with `mempool: true` and no `blockNumber`; the follower notifies them again
- * once they are in a block.
- *
- * Where pending transactions come from. Nodes offer two ways over HTTP, and neither works
- * everywhere:
- * - `eth_newPendingTransactionFilter` + `eth_getFilterChanges` (then `eth_getTransactionByHash`
- *   per hash): every transaction that enters the node's pool, whatever its fee. Geth, Nethermind,
- *   Erigon, Reth and anvil serve it. The filter lives in one node, so behind a load balancer (most
- *   public endpoints) it is soon "not found".
- * - `eth_getBlockByNumber("pending", true)`: one call, full transactions, but only those the node
- *   would put in its next block; anvil and Geth build one, while many providers answer the latest
- *   block instead (recognised here by its number, and never taken for pending transactions).
- * So the filter is used first; a node without it, or one that keeps losing it, is polled for its
- * pending block instead. Each new filter also takes in the pending block once, so a transaction
- * that entered the pool before the filter existed (at start, after a lost filter) is not missed.
- *
- * Only top-level value is visible before execution: native value (a contract creation's to the
- * address the contract will have), and ERC-20 `transfer` / `transferFrom` calldata sent straight
- * to the token. Whether the transaction will succeed is not known yet.
- *
- * A pending transaction that can no longer be mined is withdrawn (`dropped: true`): the follower
- * does it when a block uses its nonce for another transaction (`replacedBy`), the drop check
- * (drops.ts) when it has been gone from the pool for `LEDGERHOOK_MEMPOOL_DROP_AFTER`.
- *
- * Composed of its parts: what a pending transaction moves (pending-transfers.ts), where pending
- * transactions come from (evm-pending-source.ts), what they notify (match.ts) and the backlog
- * of those waiting to be read and matched (backlog.ts), the announcements that may be
- * withdrawn (pending-lifecycle.ts, drops.ts); here are the status, the loop and the
- * lifecycle.
+ * The mempool of one EVM network (docs/mempool.md): pending transactions moving value from or to a
+ * watched address are notified with `mempool: true` and no `blockNumber`, then again once mined.
+ * Before execution only top-level value shows (native value, a creation's to its future address,
+ * ERC-20 `transfer`/`transferFrom` sent to the token), and not whether it will succeed. Its parts:
+ * what a pending transaction moves (pending-transfers.ts), where they come from
+ * (evm-pending-source.ts), what they notify (match.ts), the backlog waiting to be read (backlog.ts)
+ * and withdrawals (pending-lifecycle.ts, drops.ts); here are the status, the loop and the lifecycle.
  */
 import type { Logger } from 'pino';
 import type { Hex, PublicClient } from 'viem';

@@ -1,7 +1,11 @@
 /**
- * Where the mempool watcher (evm-mempool.ts) gets pending transactions: a pending-transaction filter,
- * or the node's pending block where there is no filter or it keeps being lost (see evm-mempool.ts).
- * What either finds goes to `enqueue`.
+ * Where the mempool watcher (evm-mempool.ts) gets pending transactions, each into `enqueue`. A
+ * pending-transaction filter gives everything entering the node's pool, but lives in one node:
+ * behind a load balancer it is soon "not found". The pending block is one call but holds only what
+ * the node would mine next, and many providers answer their latest block instead (told by its
+ * number, never taken). So the filter first, the pending block where there is none or it keeps
+ * being lost (docs/mempool.md); each new filter takes in the pending block once, so a transaction
+ * that entered the pool before the filter existed (at start, after a lost filter) is not missed.
  */
 import type { Logger } from 'pino';
 import type { Hex, PublicClient } from 'viem';

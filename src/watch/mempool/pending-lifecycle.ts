@@ -1,21 +1,11 @@
 /**
- * The pending lifecycle of one network (docs/watching-chains.md): which pending announcements may still be
- * withdrawn, and their withdrawal once their transaction can no longer be mined.
- *
- * A transaction announced as pending needs things another transaction can take first: on EVM its
- * sender's nonce, on Bitcoin the outputs its inputs spend. Those are its claims. When a
- * transaction seen in a block (either family) or entering the pool (Bitcoin: replace-by-fee)
- * holds a claim of an announced transaction other than itself, the announcement is withdrawn
- * with `dropped: true` and `replacedBy`; when the announced transaction itself is in a block, its
- * announcement is simply forgotten (a mined transaction is never withdrawn this way). On EVM an
- * announced transaction gone from the node's pool past a timeout is withdrawn without
- * `replacedBy` (evm-mempool.ts decides when).
- *
- * The announcements are rows (pending_announcements), written in the transaction that enqueues
- * the pending notifications and removed in the one that withdraws them or commits their block,
- * so a process killed in between sends the withdrawal once, after its restart. They are held in
- * memory too, read on first use and again whenever this process takes over the network: the
- * follower checks every block against them, and with none (the common case) that costs nothing.
+ * The pending lifecycle of one network (docs/mempool.md): which announcements may still be
+ * withdrawn, and their withdrawal. Their claims are what another transaction can take first (EVM:
+ * the sender's nonce; Bitcoin: the outputs spent); a transaction in a block, or entering a Bitcoin
+ * pool, holding another's claim withdraws it with `replacedBy`; one mined itself is just forgotten.
+ * The rows (pending_announcements) are written with the pending notifications and removed with the
+ * withdrawal or the block's commit, so a process killed in between withdraws once after a restart.
+ * They are held in memory, read on first use and on each takeover: with none, a block costs nothing.
  */
 import { and, eq, inArray, lt } from 'drizzle-orm';
 import type { Logger } from 'pino';

@@ -1,17 +1,11 @@
 /**
- * The `http` risk provider: POSTs the addresses to an operator's URL and reads scores back.
- *
- *   POST <url>  {"network": "SOL", "addresses": ["<address>", …]}
- *   200         {"scores": {"<address>": <0–100>, …}}     (an address left out scores 0)
- *
- * Answers are cached per (network, address) for a time to live, so a busy counterparty is asked
- * about once per TTL. A circuit breaker stops asking a service that keeps failing: after
- * `failureThreshold` failures in a row it is not called for `cooldownMs`, then one trial request
- * decides whether it is closed again or open for another cool-down.
- *
- * The URL is the operator's configuration, like a node's RPC URL, not a user's input: it is not
- * sent through the SSRF-safe egress of webhooks, which would refuse the private or loopback
- * address such a service usually has. Redirects are not followed.
+ * The `http` risk provider (docs/risk.md): POSTs `{"network", "addresses"}` to an operator's URL
+ * and reads `{"scores"}` back (an address left out scores 0). Answers are cached per (network,
+ * address) for a TTL; after `failureThreshold` failures in a row the service is not called for
+ * `cooldownMs`, then one trial request closes the circuit or opens it again. The URL is the
+ * operator's, like a node's, not a user's input: it does not go through the webhooks' SSRF-safe
+ * egress, which would refuse the private or loopback address such a service usually has.
+ * Redirects are not followed.
  */
 import type { Logger } from 'pino';
 import { Agent, type Dispatcher, request } from 'undici';

@@ -1,15 +1,9 @@
 /**
- * The `lists` risk provider: local files per network, held in memory and reloaded when they change.
- *
- * A file is either CSV, `address,risk` a line (a header line is allowed), or one address a line,
- * meaning 100: the format of the published OFAC sanctioned-address lists. `#` starts a comment;
- * blank lines are skipped; a bad line is logged and skipped. An address in several lines or files
- * gets its highest score.
- *
- * Changes are seen two ways, because neither is enough alone: `fs.watch` on each file's directory
- * (so a file replaced by `mv`, as a cron job should, is seen at once), and a `stat` of the files
- * on a lookup at most every `checkIntervalMs` (for file systems where watching does not work,
- * such as network mounts, and for a watcher that died).
+ * The `lists` risk provider (docs/risk.md has the file format): local files per network, held in
+ * memory and reloaded when they change. Changes are seen two ways, because neither is enough alone:
+ * `fs.watch` on each file's directory (a file replaced by `mv`, as a cron job should, is seen at
+ * once), and a `stat` of the files on a lookup at most every `checkIntervalMs` (for file systems
+ * where watching does not work, such as network mounts, and for a watcher that died).
  */
 import fs from 'node:fs';
 import path from 'node:path';

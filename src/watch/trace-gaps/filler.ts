@@ -1,13 +1,11 @@
 /**
- * Filling trace gaps (tracker.ts): a gap's block read again with its traces and its internal
- * transfers notified, exactly those that were missed, with the ids they would have had live (the
- * same block hash and transfer keys), to the subscriptions that watched their addresses when the
- * block was committed. A gap whose block left the chain is closed with nothing notified; one the
- * node still cannot trace stays open, with the new reason. Each gap is filled in one transaction
- * with its notifications, so a process killed while filling loses and doubles nothing.
- *
- * The follower's process fills its network's gaps in the background, oldest first, a few at a
- * time and only while the follower is at the head, so a catch-up is never slowed by it.
+ * Filling trace gaps (tracker.ts; docs/internal-transfers.md#when-the-node-cannot-trace-a-block): a
+ * gap's block read again with its traces, and exactly the internal transfers that were missed
+ * notified, with the ids they would have had live, to the subscriptions that watched their addresses
+ * when the block was committed; one transaction per gap, so a kill loses and doubles nothing. A gap
+ * whose block left the chain closes with nothing notified; one still untraceable stays open with the
+ * new reason. The follower's process fills its network's gaps in the background, oldest first, a
+ * few at a time, only while the follower is at the head, so a catch-up is never slowed by it.
  */
 import { and, asc, eq, gte, inArray, isNull, lte, or, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
