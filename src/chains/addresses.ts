@@ -4,6 +4,7 @@ import { address as btcAddress } from 'bitcoinjs-lib';
 import { createKeccak } from 'hash-wasm';
 import { type BitcoinChain, bitcoinParams } from './bitcoin/params.js';
 import type { Family } from './networks.js';
+import { tronAddress } from './tron/address.js';
 
 export type AddressCheck = { ok: true; address: string } | { ok: false; reason: string };
 
@@ -105,11 +106,12 @@ const CHECKS: Record<Family, (input: string, bitcoinChain?: BitcoinChain) => Add
   bitcoin,
   algorand,
   solana,
+  tron: tronAddress,
 };
 
 /**
  * Validates an address for a chain family and returns its normal form (EIP-55, lower-case
- * bech32). A Bitcoin network's addresses carry its chain's prefixes (mainnet by default).
+ * bech32, base58 for Tron). A Bitcoin network's addresses carry its chain's prefixes (mainnet by default).
  */
 export function normalizeAddress(family: Family, input: string, bitcoinChain?: BitcoinChain): AddressCheck {
   const trimmed = input.trim();

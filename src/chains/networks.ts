@@ -2,8 +2,8 @@ import { ConfigError } from '../errors.js';
 import { readRegularFile } from '../shared/regular-file.js';
 import { BITCOIN_CHAINS, type BitcoinChain, bitcoinAddressFormat } from './bitcoin/params.js';
 
-export type Family = 'evm' | 'bitcoin' | 'algorand' | 'solana';
-export const FAMILIES: readonly Family[] = ['evm', 'bitcoin', 'algorand', 'solana'];
+export type Family = 'evm' | 'bitcoin' | 'algorand' | 'solana' | 'tron';
+export const FAMILIES: readonly Family[] = ['evm', 'bitcoin', 'algorand', 'solana', 'tron'];
 
 export interface Network {
   /** Canonical ticker-like name used in the API: ETH, BSC, POL, GLRM, ALGO, BTC, SOL, … */
@@ -47,6 +47,11 @@ export interface Network {
    * blocks and receipts still come from `rpcUrls`. Absent: traces come from `rpcUrls` too.
    */
   tracesRpcUrls?: string[];
+  /**
+   * Tron only: headers sent with every request to the network's node (TronGrid takes its API key
+   * as `TRON-PRO-API-KEY`).
+   */
+  headers?: Record<string, string>;
   /** How addresses are written, for error messages. */
   addressFormat: string;
   /** Confirmations a subscription waits for unless it asks otherwise. */
@@ -66,6 +71,7 @@ const ADDRESS_FORMATS: Record<Family, string> = {
   bitcoin: bitcoinAddressFormat('mainnet'),
   algorand: '58 base32 characters with checksum',
   solana: 'a base58 public key (32 bytes)',
+  tron: 'base58check T… (34 characters), or 41 followed by 40 hex characters',
 };
 
 /** The node APIs a family can follow through, the default first. */
@@ -74,7 +80,7 @@ const NODE_APIS: Partial<Record<Family, string[]>> = {
   algorand: ['algod', 'indexer'],
 };
 
-const DEFAULT_CONFIRMATIONS: Record<Family, number> = { evm: 1, bitcoin: 2, algorand: 1, solana: 1 };
+const DEFAULT_CONFIRMATIONS: Record<Family, number> = { evm: 1, bitcoin: 2, algorand: 1, solana: 1, tron: 1 };
 
 // Public endpoints so that a fresh install with internet access works at once; override them with
 // your own nodes (LEDGERHOOK_RPC_<NETWORK>, LEDGERHOOK_WS_<NETWORK> or the config file).
@@ -216,6 +222,38 @@ const BUILT_IN: NetworkDefaults[] = [
     wsUrls: ['wss://api.mainnet-beta.solana.com'],
     indexerUrls: [],
   },
+  // Tron through java-tron's HTTP API; TronGrid's hosts by default (tatum-js names: tron-mainnet,
+  // and tron-testnet for Shasta).
+  {
+    name: 'TRON',
+    aliases: ['TRX', 'TRON-MAINNET'],
+    family: 'tron',
+    symbol: 'TRX',
+    decimals: 6,
+    rpcUrls: ['https://api.trongrid.io'],
+    wsUrls: [],
+    indexerUrls: [],
+  },
+  {
+    name: 'NILE',
+    aliases: ['TRON-NILE'],
+    family: 'tron',
+    symbol: 'TRX',
+    decimals: 6,
+    rpcUrls: ['https://nile.trongrid.io'],
+    wsUrls: [],
+    indexerUrls: [],
+  },
+  {
+    name: 'SHASTA',
+    aliases: ['TRON-SHASTA', 'TRON-TESTNET'],
+    family: 'tron',
+    symbol: 'TRX',
+    decimals: 6,
+    rpcUrls: ['https://api.shasta.trongrid.io'],
+    wsUrls: [],
+    indexerUrls: [],
+  },
 ];
 
 export interface NetworkCatalog {
@@ -250,6 +288,41 @@ interface FileNetwork {
   genesisHash?: string;
   traces?: string;
   tracesRpc?: string[] | string;
+  headers?: unknown;
+}
+
+/** What a network's `headers` may hold: enough for an API key or two, never a request's worth. */
+export const HEADER_LIMITS = { count: 16, valueLength: 4096 } as const;
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;
+
+/** A `headers` setting checked: header names and values a request can carry, on a Tron network. */
+function nodeHeaders(value: unknown, family: Family, where: string): Record<string, string> {
+  if (family !== 'tron') throw new ConfigError(where, 'is for Tron networks only');
+  if (!isObject(value)) throw new ConfigError(where, 'must be an object of header names and values');
+  const entries = Object.entries(value as Record<string, unknown>);
+  if (entries.length > HEADER_LIMITS.count)
+    throw new ConfigError(where, `has ${entries.length} headers, over the limit of ${HEADER_LIMITS.count}`);
+  for (const [name, text] of entries) {
+    if (!HEADER_NAME.test(name))
+      throw new ConfigError(where, `has "${name.slice(0, 64)}", not a header name`);
+    if (typeof text !== 'string' || text.length > HEADER_LIMITS.valueLength || /[\r\n\0]/.test(text))
+      throw new ConfigError(
+        `${where}.${name}`,
+        `must be a string of at most ${HEADER_LIMITS.valueLength} characters, without line breaks`,
+      );
+  }
+  return Object.fromEntries(entries) as Record<string, string>;
+}
+
+/** LEDGERHOOK_HEADERS_<NAME>: the same object as the file's `headers`, as JSON. */
+function headersFromEnv(text: string, family: Family, where: string): Record<string, string> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new ConfigError(where, 'must be a JSON object of header names and values');
+  }
+  return nodeHeaders(parsed, family, where);
 }
 
 /** A `traces` setting checked: one of TRACES_SETTINGS, on an EVM network. */
@@ -463,6 +536,11 @@ export function loadNetworks(
             ? {}
             : { tracesRpcUrls: base.tracesRpcUrls }
           : { tracesRpcUrls: tracesRpc(spec.tracesRpc, family, `${where}.tracesRpc`) }),
+        ...(spec.headers === undefined
+          ? base?.headers === undefined
+            ? {}
+            : { headers: base.headers }
+          : { headers: nodeHeaders(spec.headers, family, `${where}.headers`) }),
       });
     }
   }
@@ -481,6 +559,8 @@ export function loadNetworks(
     const tracesNode = env[`LEDGERHOOK_TRACES_RPC_${n.name}`];
     if (tracesNode?.trim())
       n.tracesRpcUrls = tracesRpc(tracesNode, n.family, `LEDGERHOOK_TRACES_RPC_${n.name}`);
+    const headers = env[`LEDGERHOOK_HEADERS_${n.name}`];
+    if (headers?.trim()) n.headers = headersFromEnv(headers, n.family, `LEDGERHOOK_HEADERS_${n.name}`);
   }
   for (const n of byName.values()) {
     const apis = NODE_APIS[n.family];
