@@ -9,6 +9,8 @@ import { createTraceReader } from '../chains/evm/trace-reader.js';
 import type { Network } from '../chains/networks.js';
 import { solanaHistory } from '../chains/solana/history.js';
 import type { HistoryScan, HistorySource } from '../chains/source.js';
+import { tronHistory } from '../chains/tron/history.js';
+import { createTronTokenDecimals } from '../chains/tron/token-info.js';
 import type { Throttle } from '../shared/throttle.js';
 import type { ContractEventSpec, WatchedEndpoint, WatchedSubscription } from '../subscriptions/events.js';
 import type { BlockMatcher } from '../watch/follower/follower.js';
@@ -21,6 +23,7 @@ import { algorandMatcher } from '../watch/notifications/algorand.js';
 import { bitcoinMatcher } from '../watch/notifications/bitcoin.js';
 import { evmMatcher } from '../watch/notifications/evm.js';
 import { solanaMatcher } from '../watch/notifications/solana.js';
+import { tronMatcher } from '../watch/notifications/tron.js';
 import { evmClient } from '../watch/watcher.js';
 
 /**
@@ -136,6 +139,20 @@ export function backfillFamily(network: Network, options: FamilyOptions): Backfi
         chunk: options.chunk,
       }) as HistorySource<unknown>,
       matcher: (index) => solanaMatcher({ network, index }) as BlockMatcher<unknown>,
+      caseless: false,
+    };
+  }
+  if (network.family === 'tron') {
+    const node = { url: network.rpcUrls[0]!, headers: network.headers };
+    const tokens = createTronTokenDecimals(node);
+    return {
+      network,
+      history: tronHistory({
+        ...node,
+        throttle: options.throttle,
+        chunk: options.chunk,
+      }) as HistorySource<unknown>,
+      matcher: (index) => tronMatcher({ network, index, tokens }) as BlockMatcher<unknown>,
       caseless: false,
     };
   }

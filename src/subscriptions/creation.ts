@@ -35,6 +35,7 @@ const CREATE_LOCK_SPACE = 7_461_004;
 const NO_MEMPOOL: Partial<Record<Network['family'], string>> = {
   algorand: 'Algorand rounds are final within seconds, so nothing waits in a pool to be announced',
   solana: 'Solana has no public mempool: leaders receive transactions directly',
+  tron: 'java-tron does not show its pending transactions: a transaction is seen once a block holds it',
 };
 
 /** The same account's live subscription of the same address and URL, if there is one. */
@@ -144,10 +145,10 @@ function validateAddressCreate(
       });
     }
     // Elsewhere a notification's amount already includes the fee its payer paid.
-    if (input.attr.fees === true && network.family !== 'evm') {
+    if (input.attr.fees === true && network.family !== 'evm' && network.family !== 'tron') {
       errors.push({
         pointer: '#/attr/fees',
-        detail: `is only available on EVM networks; on ${network.name} a notification's amount already includes the fee`,
+        detail: `is only available on EVM and Tron networks; on ${network.name} a notification's amount already includes the fee`,
       });
     }
   }

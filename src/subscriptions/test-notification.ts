@@ -21,6 +21,7 @@ const SAMPLE_TX_ID: Record<Network['family'], string> = {
   bitcoin: 'ab'.repeat(32),
   algorand: 'A'.repeat(52),
   solana: '5'.repeat(88),
+  tron: 'ab'.repeat(32),
 };
 
 /**

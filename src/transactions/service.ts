@@ -8,6 +8,7 @@ import { jsonRpcHttp } from '../chains/evm/rpc-transport.js';
 import type { Family, Network, NetworkCatalog } from '../chains/networks.js';
 import { isNodeError, nodeUnavailable } from '../chains/node-errors.js';
 import { createSolanaLookup, isSolanaTxId } from '../chains/solana/lookup.js';
+import { createTronLookup, isTronTxId } from '../chains/tron/lookup.js';
 import { NotFoundError, UpstreamUnavailableError, ValidationError } from '../errors.js';
 import type { Db } from '../store/db.js';
 import { transactionCache } from './schema.js';
@@ -23,6 +24,7 @@ const ID_FORMATS: Record<Family, { check: (id: string) => boolean; expected: str
   bitcoin: { check: isBitcoinTxId, expected: '64 hex characters' },
   algorand: { check: isAlgorandTxId, expected: '52 base32 characters' },
   solana: { check: isSolanaTxId, expected: 'a base58 signature of 64 bytes' },
+  tron: { check: isTronTxId, expected: '64 hex characters' },
 };
 
 const NODE_TIMEOUT_MS = 10_000;
@@ -52,6 +54,8 @@ export function lookupFor(network: Network): TransactionLookup {
         : createEsploraLookup({ url, timeoutMs: NODE_TIMEOUT_MS });
     case 'solana':
       return createSolanaLookup({ url, timeoutMs: NODE_TIMEOUT_MS });
+    case 'tron':
+      return createTronLookup({ url, headers: network.headers, timeoutMs: NODE_TIMEOUT_MS });
   }
 }
 
@@ -151,7 +155,7 @@ export function createTransactions(deps: {
         ]);
       }
       const format = ID_FORMATS[network.family];
-      const txId = network.family === 'evm' ? rawId.toLowerCase() : rawId;
+      const txId = network.family === 'evm' || network.family === 'tron' ? rawId.toLowerCase() : rawId;
       if (!format.check(txId)) {
         throw new ValidationError('Invalid transaction id', [
           {

@@ -12,6 +12,7 @@ import { createBitcoinSource } from '../chains/bitcoin/source.js';
 import { createTraceReader, isTraceGap, type TracesStatus } from '../chains/evm/trace-reader.js';
 import type { Network, TracesSetting } from '../chains/networks.js';
 import { createSolanaSource } from '../chains/solana/source.js';
+import { createTronSource } from '../chains/tron/source.js';
 import { evmClient } from './watcher-families.js';
 
 export interface NodeProbe {
@@ -106,6 +107,10 @@ export async function probeNode(network: Network, url: string, timeoutMs: number
     }
     case 'solana': {
       const source = createSolanaSource({ url, commitment: network.commitment, timeoutMs });
+      return { url, head: (await source.tip()).height };
+    }
+    case 'tron': {
+      const source = createTronSource({ url, headers: network.headers, timeoutMs });
       return { url, head: (await source.tip()).height };
     }
   }

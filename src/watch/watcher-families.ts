@@ -16,6 +16,8 @@ import type { EvmBlockActivity } from '../chains/evm/types.js';
 import type { Network } from '../chains/networks.js';
 import { createSolanaSource } from '../chains/solana/source.js';
 import type { BlockSource } from '../chains/source.js';
+import { createTronSource } from '../chains/tron/source.js';
+import { createTronTokenDecimals } from '../chains/tron/token-info.js';
 import type { Db } from '../store/db.js';
 import type { BlockMatcher, Follower, FollowerDeps } from './follower/follower.js';
 import type { AddressIndex } from './matching/address-index.js';
@@ -27,6 +29,7 @@ import { algorandMatcher } from './notifications/algorand.js';
 import { bitcoinClaims, bitcoinMatcher } from './notifications/bitcoin.js';
 import { evmMatcher } from './notifications/evm.js';
 import { solanaMatcher } from './notifications/solana.js';
+import { tronMatcher } from './notifications/tron.js';
 import { createTraceGapFiller, fillInBackground } from './trace-gaps/filler.js';
 import { bothSettlers, createTraceGapTracker } from './trace-gaps/tracker.js';
 
@@ -123,6 +126,13 @@ export function followSolana(deps: FamilyDeps, network: Network): void {
   });
   const match = solanaMatcher({ network, index: deps.index });
   deps.startFollower(network, source, match);
+}
+
+/** A Tron network through java-tron's HTTP API, with the network's headers (an API key). */
+export function followTron(deps: FamilyDeps, network: Network): void {
+  const node = { url: network.rpcUrls[0]!, headers: network.headers };
+  const tokens = createTronTokenDecimals(node);
+  deps.startFollower(network, createTronSource(node), tronMatcher({ network, index: deps.index, tokens }));
 }
 
 /**

@@ -22,6 +22,7 @@ import {
   followBitcoin,
   followEvm,
   followSolana,
+  followTron,
 } from './watcher-families.js';
 
 export { evmClient } from './watcher-families.js';
@@ -91,6 +92,7 @@ export function createWatcher(deps: WatcherDeps) {
     else if (network.family === 'bitcoin') followBitcoin(families, network);
     else if (network.family === 'algorand') followAlgorand(families, network);
     else if (network.family === 'solana') followSolana(families, network);
+    else if (network.family === 'tron') followTron(families, network);
     else notFollowed(network);
   }
 
