@@ -19,7 +19,7 @@ const AddressTransactionEvent = Type.Object(
     txId: Type.String({ description: 'Transaction id (hash, signature) as the chain writes it' }),
     type: Type.Union([Type.Literal('native'), Type.Literal('token'), Type.Literal('fee')], {
       description:
-        '`native` for the chain’s own asset, `token` for a token or NFT, `fee` (EVM, with `attr.fees`) for the fee a watched sender paid for a mined transaction',
+        '`native` for the chain’s own asset, `token` for a token or NFT, `fee` (EVM and Tron, with `attr.fees`) for the fee a watched sender paid for a mined transaction',
     }),
     blockNumber: Type.Optional(
       Type.Integer({
@@ -28,7 +28,7 @@ const AddressTransactionEvent = Type.Object(
     ),
     asset: Type.String({
       description:
-        'Token contract address (mint, asset id) for tokens; the native asset’s symbol (ETH, BTC, ALGO, SOL…) otherwise',
+        'Token contract address (mint, asset id) for tokens; the native asset’s symbol (ETH, BTC, ALGO, SOL, TRX…) otherwise; on Tron a TRC-10 token id or a TRC-20 contract’s base58 address',
     }),
     amount: Type.String({
       description:
@@ -56,19 +56,20 @@ const AddressTransactionEvent = Type.Object(
     internal: Type.Optional(
       Type.Literal(true, {
         description:
-          'EVM: native value moved by a contract call (an internal transfer), found in the block’s traces; `address` is the sending contract',
+          'EVM: native value moved by a contract call (an internal transfer), found in the block’s traces; `address` is the sending contract. Tron: TRX or a TRC-10 token moved by a contract call (the info’s `internal_transactions`)',
       }),
     ),
     traceAddress: Type.Optional(
       Type.String({
         description:
-          'With `internal`: the call’s position below the transaction’s call, child indexes joined by dots (every child counted, static and delegate calls included)',
+          'With `internal`: the call’s position below the transaction’s call, child indexes joined by dots (every child counted, static and delegate calls included); on Tron its index among the transaction’s internal transactions',
         examples: ['0.2.1'],
       }),
     ),
     failed: Type.Optional(
       Type.Literal(true, {
-        description: 'On a `fee`: the transaction reverted; it moved nothing, but its fee was paid',
+        description:
+          'On a `fee`: the transaction reverted (Tron: failed, e.g. out of energy); it moved nothing, but its fee was paid',
       }),
     ),
     addressesRiskRatio: Type.Optional(
@@ -83,7 +84,7 @@ const AddressTransactionEvent = Type.Object(
         'The notification id: equal to the `webhook-id` header, the same on every retry, and derived from the event (a UUID v5 of the subscription, the network and the block, transaction and transfer), so a block processed again (a restart, a backfill, a database failover or restore) yields the same id; a withdrawal (`reorg`, `dropped`) has an id of its own',
     }),
     subscriptionId: Type.String({ format: 'uuid' }),
-    chain: Type.String({ description: 'The network’s name (ETH, BTC, SOL, DEVNET…)' }),
+    chain: Type.String({ description: 'The network’s name (ETH, BTC, SOL, TRON, DEVNET…)' }),
     watchedAddress: Type.String({ description: 'The subscription’s address this transfer touched' }),
     confirmations: Type.Integer({
       minimum: 0,

@@ -79,7 +79,7 @@ export const CreateBody = Type.Object(
           minLength: 1,
           maxLength: 32,
           description:
-            'A configured network: ETH, BSC, POL, GLRM, BASE, ARB, OP, AVAX, SEPOLIA, ALGO, BTC, SOL…',
+            'A configured network: ETH, BSC, POL, GLRM, BASE, ARB, OP, AVAX, SEPOLIA, ALGO, BTC, SOL, TRON, NILE, SHASTA…',
         }),
         url: Type.String({
           minLength: 1,
@@ -89,7 +89,7 @@ export const CreateBody = Type.Object(
         fees: Type.Optional(
           Type.Boolean({
             description:
-              'EVM only (default false): also a `type: "fee"` notification for each mined transaction a watched address sent, `failed: true` when it reverted (Tatum’s PAID_FEE and OUTGOING_FAILED_TX). Elsewhere a notification’s amount already includes the fee',
+              'EVM and Tron (default false): also a `type: "fee"` notification for each mined transaction a watched address sent (on Tron, each that cost it TRX or failed), `failed: true` when it reverted (Tatum’s PAID_FEE and OUTGOING_FAILED_TX). Elsewhere a notification’s amount already includes the fee',
           }),
         ),
         event: Type.Optional(
@@ -123,7 +123,7 @@ export const CreateBody = Type.Object(
     mempool: Type.Optional(
       Type.Boolean({
         description:
-          'Pending notifications (`mempool: true`, no `blockNumber`) before the mined one, withdrawn with `dropped: true` if the transaction can no longer be mined. Address subscriptions on EVM networks (default true) and Bitcoin networks (default false); refused on Algorand (rounds are final within seconds) and Solana (no public mempool). Contract events come from mined blocks',
+          'Pending notifications (`mempool: true`, no `blockNumber`) before the mined one, withdrawn with `dropped: true` if the transaction can no longer be mined. Address subscriptions on EVM networks (default true) and Bitcoin networks (default false); refused on Algorand (rounds are final within seconds), Solana (no public mempool) and Tron (java-tron shows no pending transactions). Contract events come from mined blocks',
       }),
     ),
     confirmations: Type.Optional(

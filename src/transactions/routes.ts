@@ -34,11 +34,13 @@ const TransactionSchema = Type.Unsafe({
     note: string('Note (Algorand), input data (EVM) or OP_RETURN payload (Bitcoin), base64'),
     receiverRewards: string('Algorand: receiver rewards in µAlgo'),
     roundTime: integer('Block time, seconds since the epoch'),
-    sender: string('Sender (Bitcoin: the first input’s address; Solana: the fee payer)'),
+    sender: string(
+      'Sender (Bitcoin: the first input’s address; Solana: the fee payer; Tron: the contract’s owner, base58)',
+    ),
     senderRewards: string('Algorand: sender rewards in µAlgo'),
     signature: {
       description:
-        'Algorand signature.sig (base64), or the multisig/logicsig object; EVM r‖s‖v hex; Solana the first signature; null for Bitcoin',
+        'Algorand signature.sig (base64), or the multisig/logicsig object; EVM r‖s‖v hex; Solana the first signature; Tron the first signature, hex; null for Bitcoin',
       // OpenAPI 3.0 has no null type: the string alternative carries the null.
       oneOf: [
         { type: 'string', nullable: true },
@@ -46,7 +48,7 @@ const TransactionSchema = Type.Unsafe({
       ],
     },
     txType: string(
-      'Algorand tx-type; EVM create, transfer or call; Bitcoin coinbase or transfer; Solana the instruction',
+      'Algorand tx-type; EVM create, transfer or call; Bitcoin coinbase or transfer; Solana the instruction; Tron the contract type',
     ),
     internalTransfers: {
       type: 'array',
@@ -85,9 +87,13 @@ export function registerTransactionRoutes(app: FastifyInstance, transactions: Tr
         operationId: 'getTransaction',
         summary: 'Look up one transaction, normalised across chains',
         description:
-          'Networks: ETH, BSC, POL, GLRM (GLMR), BASE, ARB, OP, AVAX, SEPOLIA, ALGO, BTC, SOL and any configured one. On EVM networks whose node has traces, `internalTransfers` lists the value its contract calls moved. Unknown network or malformed id: 400 before any node is asked; unknown transaction: 404; node unreachable or failing: 503 with Retry-After. Final transactions are cached.',
+          'Networks: ETH, BSC, POL, GLRM (GLMR), BASE, ARB, OP, AVAX, SEPOLIA, ALGO, BTC, SOL, TRON (NILE, SHASTA) and any configured one. On EVM networks whose node has traces, `internalTransfers` lists the value its contract calls moved. Unknown network or malformed id: 400 before any node is asked; unknown transaction: 404; node unreachable or failing: 503 with Retry-After. Final transactions are cached.',
         params: Type.Object({
-          network: Type.String({ minLength: 1, maxLength: 32, description: 'e.g. ETH, ALGO, BTC, SOL' }),
+          network: Type.String({
+            minLength: 1,
+            maxLength: 32,
+            description: 'e.g. ETH, ALGO, BTC, SOL, TRON',
+          }),
           txId: Type.String({ minLength: 1, maxLength: 128 }),
         }),
         response: {
