@@ -3,7 +3,8 @@
  * answer given at once in this process (no socket, no receiver), so what is measured is the
  * dispatcher's statements. On PGlite (running in this thread) each statement's time is summed by its
  * first words; on PostgreSQL (with DATABASE_URL, in a scratch database) the CPU of its processes is
- * read from /proc. The evidence behind "Delivery on PGlite/PostgreSQL" in bench/README.md;
+ * read from /proc. The evidence behind "Delivery on PGlite/PostgreSQL" in
+ * bench/results/2026-11-27-issue-13-summary.md;
  * bench:delivery measures the whole path.
  *
  *   [DATABASE_URL=…] npx tsx bench/delivery-database.ts [--notifications 20000] [--rounds 3]
