@@ -26,7 +26,7 @@ import { createRetryPolicy } from '../src/notify/retry-policy.js';
 import { createEnvelope } from '../src/secrets/envelope.js';
 import { openStore } from '../src/store/db.js';
 import { createSubscriptions } from '../src/subscriptions/service.js';
-import { commCpuDelta, commCpuSeconds, createScratchDatabase } from './lib.js';
+import { commCpuDelta, commCpuSeconds, createScratchDatabaseIfUrl, databaseUrlOption } from './lib.js';
 
 const { values } = parseArgs({
   options: { notifications: { type: 'string' }, rounds: { type: 'string' } },
@@ -94,13 +94,13 @@ const instantAnswer = {
   },
 } as unknown as Dispatcher;
 
-const databaseUrl = process.env.DATABASE_URL;
+const databaseUrl = databaseUrlOption();
 let walBytes = 0;
 let hotShare = 0;
 
 async function round(): Promise<{ seconds: number; cpu: number; databaseCpu: number | undefined }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledgerhook-bench-delivery-db-'));
-  const scratch = databaseUrl ? await createScratchDatabase(databaseUrl) : undefined;
+  const scratch = await createScratchDatabaseIfUrl(databaseUrl);
   const store = scratch
     ? await openStore({ databaseUrl: scratch.url })
     : await openStore({ pgliteDir: dir, pgliteWorker: false });

@@ -40,11 +40,15 @@ import { evmEventsPass } from './ingest-evm-events.js';
 import { solanaPass } from './ingest-solana.js';
 import { solanaStreamPass } from './ingest-solana-stream.js';
 import {
+  type Backend,
+  backendsLine,
+  backendsOption,
   childPids,
   commCpuDelta,
   commCpuSeconds,
   createScratchDatabase,
   databaseUrlOption,
+  exitWithUsage,
   fixed,
   formatTable,
   grouped,
@@ -62,13 +66,11 @@ import {
   profiled,
   ROOT,
   type RpcCall,
-  redact,
   runMain,
   sleep,
   toQuantity,
+  wholeNumberOption,
 } from './lib.js';
-
-type Backend = 'pglite' | 'postgres';
 
 /** ERC-20 transfers per `transferMany` transaction. */
 const BATCH = 20;
@@ -180,62 +182,49 @@ function readOptions(): Options {
     },
   });
   if (values.help) {
-    process.stdout.write(
-      [
-        'Usage: npm run bench:ingest [-- options]',
-        '  --blocks N               blocks measured (BENCH_BLOCKS, default 100)',
-        '  --transfers-per-block N  transfers per block, half native, half ERC-20 in batches of 20',
-        '                           (BENCH_TRANSFERS_PER_BLOCK, default 200)',
-        '  --watched N              random watched addresses in the matcher (BENCH_WATCHED, default 1000000)',
-        '  --hit-rate R             share of transfers to a watched address, notified (BENCH_HIT_RATE, default 0.01)',
-        '  --backends LIST          pglite,postgres (BENCH_BACKENDS; default pglite, plus postgres with DATABASE_URL)',
-        '                           PGlite runs on this thread; BENCH_PGLITE_WORKER=1 puts it on a worker thread, as',
-        '                           the service does by default (LEDGERHOOK_PGLITE_WORKER)',
-        '  --log-level L            level of the follower logger (BENCH_LOG_LEVEL, default warn)',
-        '  --passes LIST            evm,evm-hits,evm-events,bitcoin,algorand,solana,solana-stream (BENCH_PASSES,',
-        '                           default all but solana-stream, which runs only when named);',
-        '                           evm-hits is 2,000 blocks of 20 transfers, every one notified (--blocks,',
-        '                           --transfers-per-block and --hit-rate do not apply to it)',
-        '                           solana-stream: slots every 400 ms for --minutes, followed with --watched',
-        '                           random watched addresses (default 10000000 for it)',
-        '  --event-subscriptions N  evm-events: contract event subscriptions applied (BENCH_EVENT_SUBSCRIPTIONS,',
-        '                           default 10000)',
-        '  --event-hit-rates LIST   evm-events: one case per share of followed logs made to match a subscription',
-        '                           (BENCH_EVENT_HIT_RATES, default 0.01,0.1)',
-        '  --match-samples N        evm-events: block matches timed per matcher and case (BENCH_MATCH_SAMPLES,',
-        '                           default 3000)',
-        '  --minutes N              solana-stream: minutes of the stream (BENCH_MINUTES, default 5)',
-        '  --profile DIR            write a CPU profile of each EVM pass, evm-events case and solana-stream backend',
-        '                           of this process to DIR',
-        '  --traces M               debug (callTracer, the default), parity (trace_block) or off: the EVM pass also',
-        "                           runs the follower reading each block's traces, beside fetching block, receipts",
-        '                           and traces 8 blocks in flight (BENCH_TRACES)',
-        '  --rpc URL --from N --to M [--watch FILE]',
-        '                           instead of the passes: follow blocks N..M of the EVM node at URL (no chain',
-        '                           built, anvil not started), the addresses of FILE (one per line) subscribed',
-        '                           beside the --watched random ones; reports the time to the last block',
-        '                           committed, peak rss, and the raw-fetch references over the same range',
-        '  --serve-chain FILE       instead of the passes: build the chain on anvil (--blocks, --transfers-per-block,',
-        '                           --hit-rate), write its watched addresses to FILE, print the --rpc command',
-        '                           that follows it, and serve it until interrupted',
-        'DATABASE_URL set: also on that PostgreSQL, in a database created for the run and dropped after it.',
-        '',
-      ].join('\n'),
-    );
-    process.exit(0);
+    exitWithUsage([
+      'Usage: npm run bench:ingest [-- options]',
+      '  --blocks N               blocks measured (BENCH_BLOCKS, default 100)',
+      '  --transfers-per-block N  transfers per block, half native, half ERC-20 in batches of 20',
+      '                           (BENCH_TRANSFERS_PER_BLOCK, default 200)',
+      '  --watched N              random watched addresses in the matcher (BENCH_WATCHED, default 1000000)',
+      '  --hit-rate R             share of transfers to a watched address, notified (BENCH_HIT_RATE, default 0.01)',
+      '  --backends LIST          pglite,postgres (BENCH_BACKENDS; default pglite, plus postgres with DATABASE_URL)',
+      '                           PGlite runs on this thread; BENCH_PGLITE_WORKER=1 puts it on a worker thread, as',
+      '                           the service does by default (LEDGERHOOK_PGLITE_WORKER)',
+      '  --log-level L            level of the follower logger (BENCH_LOG_LEVEL, default warn)',
+      '  --passes LIST            evm,evm-hits,evm-events,bitcoin,algorand,solana,solana-stream (BENCH_PASSES,',
+      '                           default all but solana-stream, which runs only when named);',
+      '                           evm-hits is 2,000 blocks of 20 transfers, every one notified (--blocks,',
+      '                           --transfers-per-block and --hit-rate do not apply to it)',
+      '                           solana-stream: slots every 400 ms for --minutes, followed with --watched',
+      '                           random watched addresses (default 10000000 for it)',
+      '  --event-subscriptions N  evm-events: contract event subscriptions applied (BENCH_EVENT_SUBSCRIPTIONS,',
+      '                           default 10000)',
+      '  --event-hit-rates LIST   evm-events: one case per share of followed logs made to match a subscription',
+      '                           (BENCH_EVENT_HIT_RATES, default 0.01,0.1)',
+      '  --match-samples N        evm-events: block matches timed per matcher and case (BENCH_MATCH_SAMPLES,',
+      '                           default 3000)',
+      '  --minutes N              solana-stream: minutes of the stream (BENCH_MINUTES, default 5)',
+      '  --profile DIR            write a CPU profile of each EVM pass, evm-events case and solana-stream backend',
+      '                           of this process to DIR',
+      '  --traces M               debug (callTracer, the default), parity (trace_block) or off: the EVM pass also',
+      "                           runs the follower reading each block's traces, beside fetching block, receipts",
+      '                           and traces 8 blocks in flight (BENCH_TRACES)',
+      '  --rpc URL --from N --to M [--watch FILE]',
+      '                           instead of the passes: follow blocks N..M of the EVM node at URL (no chain',
+      '                           built, anvil not started), the addresses of FILE (one per line) subscribed',
+      '                           beside the --watched random ones; reports the time to the last block',
+      '                           committed, peak rss, and the raw-fetch references over the same range',
+      '  --serve-chain FILE       instead of the passes: build the chain on anvil (--blocks, --transfers-per-block,',
+      '                           --hit-rate), write its watched addresses to FILE, print the --rpc command',
+      '                           that follows it, and serve it until interrupted',
+      'DATABASE_URL set: also on that PostgreSQL, in a database created for the run and dropped after it.',
+      '',
+    ]);
   }
   const databaseUrl = databaseUrlOption();
-  const backendsRaw = values.backends ?? process.env.BENCH_BACKENDS;
-  const backends = backendsRaw
-    ? backendsRaw.split(',').map((b) => b.trim())
-    : databaseUrl
-      ? ['pglite', 'postgres']
-      : ['pglite'];
-  for (const b of backends) {
-    if (b !== 'pglite' && b !== 'postgres') throw new Error(`unknown backend "${b}" (pglite, postgres)`);
-  }
-  if (backends.includes('postgres') && !databaseUrl)
-    throw new Error('the postgres backend needs DATABASE_URL');
+  const backends = backendsOption(values.backends, databaseUrl);
   const passes = (values.passes ?? process.env.BENCH_PASSES ?? DEFAULT_PASSES.join(','))
     .split(',')
     .map((p) => p.trim());
@@ -254,27 +243,28 @@ function readOptions(): Options {
   if (eventHitRates.some((rate) => !(rate >= 0 && rate <= 1)))
     throw new Error('--event-hit-rates: a comma-separated list of shares between 0 and 1');
   return {
-    blocks: Math.floor(numberOption(values.blocks, 'BENCH_BLOCKS', 100, 1)),
-    transfersPerBlock: Math.floor(
-      numberOption(values['transfers-per-block'], 'BENCH_TRANSFERS_PER_BLOCK', 200, 2),
-    ),
-    watched: Math.floor(numberOption(values.watched, 'BENCH_WATCHED', 1_000_000, 0)),
+    blocks: wholeNumberOption(values.blocks, 'BENCH_BLOCKS', 100, 1),
+    transfersPerBlock: wholeNumberOption(values['transfers-per-block'], 'BENCH_TRANSFERS_PER_BLOCK', 200, 2),
+    watched: wholeNumberOption(values.watched, 'BENCH_WATCHED', 1_000_000, 0),
     hitRate,
-    eventSubscriptions: Math.floor(
-      numberOption(values['event-subscriptions'], 'BENCH_EVENT_SUBSCRIPTIONS', 10_000, 1),
+    eventSubscriptions: wholeNumberOption(
+      values['event-subscriptions'],
+      'BENCH_EVENT_SUBSCRIPTIONS',
+      10_000,
+      1,
     ),
     eventHitRates,
-    matchSamples: Math.floor(numberOption(values['match-samples'], 'BENCH_MATCH_SAMPLES', 3_000, 1)),
+    matchSamples: wholeNumberOption(values['match-samples'], 'BENCH_MATCH_SAMPLES', 3_000, 1),
     logLevel: logLevelOption(values['log-level']),
     databaseUrl,
-    backends: backends as Backend[],
+    backends,
     passes: passes as Pass[],
     profileDir: values.profile,
     followed: followedOptions(values),
     serveChain: values['serve-chain'],
     traces: traces as BenchTraces,
-    minutes: Math.floor(numberOption(values.minutes, 'BENCH_MINUTES', 5, 1)),
-    streamWatched: Math.floor(numberOption(values.watched, 'BENCH_WATCHED', 10_000_000, 0)),
+    minutes: wholeNumberOption(values.minutes, 'BENCH_MINUTES', 5, 1),
+    streamWatched: wholeNumberOption(values.watched, 'BENCH_WATCHED', 10_000_000, 0),
   };
 }
 
@@ -1160,7 +1150,7 @@ async function main(): Promise<void> {
   process.stdout.write(
     `bench:ingest: ${options.followed ? `blocks ${options.followed.from}-${options.followed.to} of a node` : `${options.blocks} blocks of ${options.transfersPerBlock} transfers`}, ` +
       `${grouped(options.watched)} watched addresses, hit rate ${options.hitRate}; ` +
-      `${options.backends.join(' and ')}${options.databaseUrl && options.backends.includes('postgres') ? ` (${redact(options.databaseUrl)})` : ''}; ` +
+      `${backendsLine(options.backends, options.databaseUrl)}; ` +
       `${machineLine()}\n`,
   );
 
