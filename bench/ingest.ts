@@ -26,7 +26,7 @@ import { loadNetworks, type Network, type NetworkCatalog } from '../src/chains/n
 import type { BlockSource } from '../src/chains/source.js';
 import { createIdempotency } from '../src/idempotency/service.js';
 import { createEnvelope } from '../src/secrets/envelope.js';
-import { type Db, openStore, type Store } from '../src/store/db.js';
+import type { Db, Store } from '../src/store/db.js';
 import { createSubscriptions } from '../src/subscriptions/service.js';
 import { createFollower } from '../src/watch/follower/follower.js';
 import type { AddressIndex } from '../src/watch/matching/address-index.js';
@@ -46,7 +46,6 @@ import {
   childPids,
   commCpuDelta,
   commCpuSeconds,
-  createScratchDatabase,
   databaseUrlOption,
   exitWithUsage,
   fixed,
@@ -57,7 +56,6 @@ import {
   jsonRpcBatch,
   logLevelOption,
   machineLine,
-  makeTempDir,
   now,
   numberOption,
   onCleanup,
@@ -70,6 +68,7 @@ import {
   sleep,
   toQuantity,
   wholeNumberOption,
+  withFreshStore,
 } from './lib.js';
 
 /** ERC-20 transfers per `transferMany` transaction. */
@@ -773,7 +772,9 @@ async function runFollower(
   }
 }
 
-async function benchPglite(
+/** The follower on a fresh database of `backend`. */
+async function benchFollower(
+  backend: Backend,
   chain: FollowedRange,
   index: AddressIndex,
   expected: Expected,
@@ -781,50 +782,23 @@ async function benchPglite(
   anvilPid: number | undefined,
   traces: BenchTraces = 'off',
 ): Promise<FollowerResult> {
-  const dir = makeTempDir('ledgerhook-bench-ingest-');
-  const store = await openStore({
-    pgliteDir: path.join(dir, 'pglite'),
-    pgliteWorker: process.env.BENCH_PGLITE_WORKER === '1',
+  return withFreshStore(backend, options.databaseUrl, 'ingest', async (store) => {
+    const postgresLocal = backend === 'postgres' && isLoopback(options.databaseUrl!);
+    const result = await runFollower(
+      backend,
+      store,
+      chain,
+      index,
+      expected,
+      options,
+      anvilPid,
+      postgresLocal,
+      traces,
+    );
+    if (backend === 'postgres' && !postgresLocal)
+      result.notes.push('postgres cpu not measured (not on this host)');
+    return result;
   });
-  try {
-    return await runFollower('pglite', store, chain, index, expected, options, anvilPid, false, traces);
-  } finally {
-    await store.close();
-  }
-}
-
-async function benchPostgres(
-  chain: FollowedRange,
-  index: AddressIndex,
-  expected: Expected,
-  options: Options,
-  anvilPid: number | undefined,
-  traces: BenchTraces = 'off',
-): Promise<FollowerResult> {
-  const scratch = await createScratchDatabase(options.databaseUrl!, 'ingest');
-  try {
-    const store = await openStore({ databaseUrl: scratch.url, onError: () => {} });
-    try {
-      const result = await runFollower(
-        'postgres',
-        store,
-        chain,
-        index,
-        expected,
-        options,
-        anvilPid,
-        isLoopback(options.databaseUrl!),
-        traces,
-      );
-      if (!isLoopback(options.databaseUrl!))
-        result.notes.push('postgres cpu not measured (not on this host)');
-      return result;
-    } finally {
-      await store.close();
-    }
-  } finally {
-    await scratch.drop();
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -915,11 +889,7 @@ async function measureRange(
 
   const results: FollowerResult[] = [];
   for (const backend of options.backends) {
-    results.push(
-      backend === 'pglite'
-        ? await benchPglite(range, built.index, expected, options, anvilPid)
-        : await benchPostgres(range, built.index, expected, options, anvilPid),
-    );
+    results.push(await benchFollower(backend, range, built.index, expected, options, anvilPid));
   }
 
   const matcherNote = matcherNotes(built.index);
@@ -984,11 +954,7 @@ async function measureTraced(
 `);
   const results: FollowerResult[] = [];
   for (const backend of options.backends) {
-    results.push(
-      backend === 'pglite'
-        ? await benchPglite(range, built.index, expected, options, anvilPid, traces)
-        : await benchPostgres(range, built.index, expected, options, anvilPid, traces),
-    );
+    results.push(await benchFollower(backend, range, built.index, expected, options, anvilPid, traces));
   }
   process.stdout.write(`  raw fetch with traces, ${IN_FLIGHT} in flight (after)... `);
   const after = await fetchTraced('after');

@@ -16,6 +16,7 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import pg from 'pg';
 import { request } from 'undici';
+import type { Store } from '../src/store/db.js';
 import { ensureBuilt } from '../test/helpers/build.js';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -188,6 +189,43 @@ export async function createScratchDatabaseIfUrl(
   suffix?: string,
 ): Promise<{ url: string; drop: () => Promise<void> } | undefined> {
   return databaseUrl ? createScratchDatabase(databaseUrl, suffix) : undefined;
+}
+
+/**
+ * Runs `run` on a fresh store: a temporary PGlite directory (on this thread unless
+ * BENCH_PGLITE_WORKER=1: bench:ingest's figures since issue 13 are so, while the service puts it on
+ * a worker thread by default), or a scratch PostgreSQL database, `lh_bench_<pid>_<name>`. The store
+ * module is loaded here, not by every process that imports these helpers.
+ */
+export async function withFreshStore<T>(
+  backend: Backend,
+  databaseUrl: string | undefined,
+  name: string,
+  run: (store: Store) => Promise<T>,
+): Promise<T> {
+  const { openStore } = await import('../src/store/db.js');
+  if (backend === 'pglite') {
+    const store = await openStore({
+      pgliteDir: path.join(makeTempDir(`ledgerhook-bench-${name}-`), 'pglite'),
+      pgliteWorker: process.env.BENCH_PGLITE_WORKER === '1',
+    });
+    try {
+      return await run(store);
+    } finally {
+      await store.close();
+    }
+  }
+  const scratch = await createScratchDatabase(databaseUrl!, name);
+  try {
+    const store = await openStore({ databaseUrl: scratch.url, onError: () => {} });
+    try {
+      return await run(store);
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await scratch.drop();
+  }
 }
 
 export function machineLine(): string {

@@ -11,7 +11,6 @@ import { sql } from 'drizzle-orm';
 import { chainNotificationId, enqueueNotifications, type NewNotification } from '../src/notify/outbox.js';
 import { notifications } from '../src/notify/schema.js';
 import type { Db } from '../src/store/db.js';
-import { onBackend } from './followed-network.js';
 import {
   type Backend,
   databaseUrlOption,
@@ -21,6 +20,7 @@ import {
   machineLine,
   runMain,
   wholeNumberOption,
+  withFreshStore,
 } from './lib.js';
 
 interface Variant {
@@ -142,7 +142,7 @@ async function measure(
   rows: number,
   transactions: number,
 ): Promise<{ wallMs: number; cpuMs: number }> {
-  return onBackend(backend, databaseUrl, 'outbox', async (store) => {
+  return withFreshStore(backend, databaseUrl, 'outbox', async (store) => {
     await store.migrate();
     const { db } = store;
     for (const statement of variant.prepare ?? []) await db.execute(sql.raw(statement));
