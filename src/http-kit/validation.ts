@@ -97,7 +97,7 @@ export function createValidatorCompiler(): FastifySchemaCompiler<FastifySchema> 
  * Validators compiled once per process, by the schema's content: routes build their schemas when
  * they register, so a process that starts the API more than once (the test suite starts ~140)
  * compiled the same schemas every time, 40 s of the suite's CPU with the serializers
- * (serialization.ts; bench/results/2026-11-26-test-suite-cpu.md). A compiled validator keeps no state
+ * (serialization.ts; bench/README.md, "The test suite's CPU"). A compiled validator keeps no state
  * between calls but `errors`, which fastify reads at once.
  */
 const compiledValidators = new Map<string, ValidateFunction>();

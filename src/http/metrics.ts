@@ -75,8 +75,7 @@ function registerHttpMetrics(registry: Registry) {
 
   function instrument(app: FastifyInstance): void {
     // The children of each label set, found by one string: prom-client hashes a labels object
-    // on every call otherwise, a few per cent of a cheap request's CPU
-    // (bench/results/2026-11-27-issue-13-summary.md).
+    // on every call otherwise, a few per cent of a cheap request's CPU (bench/README.md).
     const series = new Map<string, { requests: { inc(): void }; duration: { observe(v: number): void } }>();
     app.addHook('onResponse', async (request, reply) => {
       // The route pattern, not the raw URL, keeps the label set small.

@@ -94,7 +94,7 @@ export type NotificationDispatcher = ReturnType<typeof createDispatcher>;
  * The dispatcher's side of OutboxHandoff (outbox.ts): what a producer in this process may claim
  * (the room in the slots and read-ahead), and the rows it claimed, started as the loop's claims
  * are. A block's notification then leaves without the NOTIFY's trip and a claim query
- * (bench/results/2026-11-27-latency-handoff.md).
+ * (bench/README.md, "Issue 33: latency").
  */
 function createHandoff(
   ctx: DispatchContext,

@@ -74,7 +74,7 @@ export async function sequencePass(db: Db, batch = 2_000): Promise<SequencedPass
     // sees every earlier pass (in the lock's statement it might not). Under a stricter isolation
     // the primary key on seq turns a stale maximum into an error and a retry, never a duplicate.
     // Rows are found by index alone (the queue's order, then ids as arrays): a join here let the
-    // planner hash the whole outbox on every pass (bench/results/2026-11-24-delivery-issue-13.md).
+    // planner hash the whole outbox on every pass (bench/README, "The feed's sequencer").
     const [row] = rowsOf<{ taken: number | string; sequenced: number | string; accounts: string | null }>(
       await tx.execute(sql`
         WITH next AS (

@@ -38,10 +38,10 @@ export function postTarget(url: string): PostTarget {
 /**
  * One POST through undici's `dispatch`, keeping the answer's first bytes. undici's `request()` wraps
  * every answer in a Readable stream and its headers in an object; for a webhook whose answer is a
- * few bytes that wrapping cost about 25 µs of CPU of the ~70 µs a POST costs
- * (bench/results/2026-11-24-delivery-issue-13.md), the largest single share of the dispatcher's time.
- * A longer answer is cut at `maxResponseBytes` and the connection dropped, as before, so a receiver
- * cannot make us read a gigabyte. A character cut in two at the limit is dropped.
+ * few bytes that wrapping cost about 25 µs of CPU of the ~70 µs a POST costs (bench/README.md,
+ * bench:delivery), the largest single share of the dispatcher's time. A longer answer is cut at
+ * `maxResponseBytes` and the connection dropped, as before, so a receiver cannot make us read a
+ * gigabyte. A character cut in two at the limit is dropped.
  */
 export function dispatchPost(
   dispatcher: Dispatcher,

@@ -59,8 +59,7 @@ const NAMESPACE_BYTES = uuidParse(CHAIN_NOTIFICATION_NAMESPACE);
  */
 export function chainNotificationId(subscriptionId: string, chain: string, dedupeKey: string): string {
   // As bytes: uuid's own UTF-8 encoding of a string (through encodeURIComponent) and its parse of
-  // the namespace cost 5% of a follower's CPU on blocks full of hits
-  // (bench/results/2026-11-28-issue-33-seventh-session.md).
+  // the namespace cost 5% of a follower's CPU on blocks full of hits (bench/README.md, issue 33).
   return uuidv5(Buffer.from(`${subscriptionId}\n${chain}\n${dedupeKey}`, 'utf8'), NAMESPACE_BYTES);
 }
 
@@ -71,7 +70,7 @@ export function chainNotificationId(subscriptionId: string, chain: string, dedup
  *
  * One statement writes the rows and their places in the event feed: the columns travel as arrays
  * (`unnest`), which costs a fifth of the client CPU of a multi-row VALUES of 15 parameters a row
- * and halves the transaction on both backends (bench/results/2026-11-27-outbox-write.md).
+ * and halves the transaction on both backends (bench/README.md, "Issue 33: the outbox write").
  */
 export async function enqueueNotifications(
   tx: Db,

@@ -163,7 +163,7 @@ export const deliveryAttempts = pgTable(
     id: uuid('id').primaryKey(),
     // No foreign key: its check (a lookup and a row lock per attempt, run as a trigger) was 17-31
     // µs of the ~110 µs PGlite spent recording each result (EXPLAIN ANALYZE of the result
-    // statement, bench/results/2026-11-26-delivery-fifth-pass.md). Attempts are inserted only from the result
+    // statement, bench/README.md "Delivery on PGlite"). Attempts are inserted only from the result
     // statement's UPDATE … RETURNING of their notification, and resends and tests arm rows that
     // exist; no notification is ever deleted.
     notificationId: uuid('notification_id').notNull(),

@@ -83,8 +83,8 @@ export function createRegistryContext(deps: RegistryDeps) {
   /**
    * What {@link selectWithAnchor} reads, as one JSON array per row (json_build_array): the values of
    * {@link anchoredRowColumns}, in that order. One column is cheaper to parse than its twenty-one,
-   * for node-postgres and more so for PGlite's parser on its worker thread
-   * (bench/results/2026-11-27-registry-get-among-many.md).
+   * for node-postgres and more so for PGlite's parser on its worker thread (bench/README.md, "Issue
+   * 33: registry get among many").
    */
   function selectWithAnchorAsJson() {
     const columns = sql.join(

@@ -15,7 +15,7 @@ export const MAX_BATCH = 64;
  * Batches being written at once at most. One: with BEGIN sent beside the statement
  * (runInTransaction) a batch holds two short round trips, and the creates arriving meanwhile make
  * the next batch larger. Two in flight wrote as many creates a second on PostgreSQL for 12% more
- * of the server's CPU per create, and fewer on PGlite (bench/results/2026-11-27-api-sixth-pass.md).
+ * of the server's CPU per create, and fewer on PGlite (bench/README.md, bench:api, "Sixth pass").
  */
 const MAX_IN_FLIGHT = 1;
 

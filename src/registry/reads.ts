@@ -63,7 +63,7 @@ export function createRegistryReads(ctx: RegistryContext) {
   // ($1, …, $n)` for n a power of two, the ids padded with the first one. A fixed number of
   // parameters lets PostgreSQL keep one generic plan per statement; `id = ANY($ids)`, whose array's
   // length it cannot know, was planned again at every execution, which was half the database's CPU
-  // per read (bench/results/2026-11-27-registry-get-among-many.md). Each is prepared by name on
+  // per read (bench/README.md, "Issue 33: registry get among many"). Each is prepared by name on
   // each connection when first used. Each row is one JSON array (selectWithAnchorAsJson), mapped here.
   const statements = new Map<number, Statement>();
   function statementFor(size: number): Statement {

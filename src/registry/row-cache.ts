@@ -2,8 +2,8 @@ import { createTtlCache, type TtlCache } from '../shared/ttl-cache.js';
 
 /**
  * Registry rows read by id, kept for `ttlMs` so a get of a registry read a moment ago costs no
- * database round trip (bench/results/2026-11-24-api-issue-13.md: a get on PostgreSQL waited on its
- * round trip, on PGlite on the statement's parse and plan).
+ * database round trip (bench/README.md, bench:api: a get on PostgreSQL waited on its round trip,
+ * on PGlite on the statement's parse and plan).
  *
  * A registry's row changes only when it is revoked, and what its anchor columns show when its
  * batch is cut, anchored, moved or unanchored. Each of those commits with a NOTIFY

@@ -9,9 +9,8 @@
  *
  * With `keepOnSecondSet`, a value is kept only when its key was set once before within the TTL: a
  * key read once (a registry among thousands read at random) is not kept, since keeping it costs
- * more than its rare second read saves (bench/results/2026-11-28-issue-33-third-session.md, "Registry
- * get among many: rows read once are not kept"), while a key read again soon is kept from its second
- * read on.
+ * more than its rare second read saves (bench/README.md, "Issue 33: registries read once are not
+ * kept"), while a key read again soon is kept from its second read on.
  */
 export function createTtlCache<V>(options: {
   ttlMs: number;

@@ -85,7 +85,7 @@ export const migrationsFolder = path.join(packageRoot, 'drizzle');
  * A row limit written into the statement's text instead of bound as a parameter. With LIMIT bound,
  * PostgreSQL makes a custom plan at every execution even of a prepared statement (the generic
  * plan's estimate for an unknown LIMIT loses), which on PGlite was 0.7-1.1 ms per dispatcher claim;
- * written in, the statement keeps one plan (bench/results/2026-11-26-delivery-fifth-pass.md).
+ * written in, the statement keeps one plan (bench/README.md, bench:delivery, "Fifth pass").
  */
 export function limitOf(rows: number): SQL {
   if (!Number.isSafeInteger(rows) || rows < 0) throw new RangeError(`not a row limit: ${rows}`);

@@ -44,8 +44,7 @@ export interface TextTypes {
  * Has `db` keep the types above as text, so that statements need not pass parsers: PGlite merges
  * a statement's parsers into a copy of its own ~320 for every result (`{...db.parsers,
  * ...options.parsers}`), which cost 120-250 µs a statement, more than running most of ours
- * (bench/results/2026-11-28-issue-33-fifth-session.md, "PGlite's parsers copied for every result").
- * Call once, as soon as the database is
+ * (bench/README.md, "PGlite's parsers copied for every result"). Call once, as soon as the database is
  * created, and pass every result through `finish`.
  */
 export function keepTextTypes(db: PGlite): TextTypes {

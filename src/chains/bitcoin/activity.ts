@@ -54,8 +54,7 @@ function witnessVersion(script: Uint8Array): number | undefined {
  * multisig, OP_RETURN, non-standard). The standard templates are recognised by their bytes and
  * encoded directly: bitcoinjs-lib's fromOutputScript tries each payment type in turn and throws
  * for every one that does not fit, which made decoding a large block's scripts cost a second
- * (bench/results/2026-11-23-ingest-algorand-solana.md, "Profile of the Esplora source"). Segwit v1+
- * programs (P2TR) are encoded as bech32m without
+ * (bench/README.md, Bitcoin pass). Segwit v1+ programs (P2TR) are encoded as bech32m without
  * checking the key, as neither Bitcoin Core nor Esplora does before naming the address.
  */
 export function addressOfScript(script: Uint8Array, network: Network): string | null {

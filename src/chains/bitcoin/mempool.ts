@@ -96,8 +96,8 @@ const SWEEP_AFTER = 1_000;
 /**
  * The txids seen (read, or mined before they could be), bounded by the pool. A poll costs one
  * lookup per listed txid: a txid is checked for its form only when new, and those that left the
- * pool are swept out once they are a tenth of it, not on every poll (bench/results/2026-11-27-mempool.md:
- * rebuilding and diffing sets of 100,000 txids each poll was most of the reader's CPU).
+ * pool are swept out once they are a tenth of it, not on every poll (bench/README.md, "Bitcoin
+ * mempool": rebuilding and diffing sets of 100,000 txids each poll was most of the reader's CPU).
  */
 class Seen {
   private readonly txids = new Set<string>();

@@ -4,7 +4,7 @@
  * viem's own `http()` builds every call on `fetch` (a Request, web streams, an AbortController
  * and a TimeoutError made in advance): about 600 µs of CPU a call on this project's machines,
  * against about 130 µs here, and a follower asks three a block (block, receipts, traces;
- * bench/results/2026-11-28-issue-33-fourth-session.md). What a caller sees is what `http()` gives: the same
+ * bench/README.md, "EVM calls on undici"). What a caller sees is what `http()` gives: the same
  * error classes (HttpRequestError, RpcRequestError, TimeoutError, ResponseBodyTooLargeError) with
  * the same fields, which viem then maps by JSON-RPC code as for any transport, and no retries.
  */

@@ -6,7 +6,7 @@
  * `accounts` details are each transaction's signatures and accounts (lookup-table ones included)
  * with the balance part of its meta: all the activity reads, without instructions and logs. On a
  * mainnet block that is 60% of the bytes of full details, half the parse and less garbage, which
- * is most of a follower's work at 2.5 slots a second (bench/results/2026-11-27-solana-stream.md).
+ * is most of a follower's work at 2.5 slots a second (bench/README.md, issue 33).
  *
  * Skipped slots. Many slots have no block (the node answers -32007 "Slot N was skipped, or
  * missing due to ledger jump to recent snapshot", or -32009 "… missing in long-term storage").

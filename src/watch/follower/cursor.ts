@@ -99,7 +99,7 @@ export function chainState(db: Db, network: string) {
           .where(and(ofNetwork, lt(chainHeaders.height, last.height - KEPT_HEADERS)));
       }
       // The headers and the cursor in one statement: a round trip less on every block's commit,
-      // which is on the path from a block to its notification (bench/results/2026-11-27-latency-handoff.md).
+      // which is on the path from a block to its notification (bench/README.md, "Issue 33: latency").
       const moved = await tx.execute(sql`
         WITH headers AS (
           INSERT INTO chain_headers (network, height, hash, parent_hash)

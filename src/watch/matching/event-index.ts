@@ -24,7 +24,7 @@
  * key is told apart after, by comparing values whole. Before a large map or the contract table is
  * read, a bit per key (maySee) or a count per contract slot (ContractSlots), small enough to stay
  * in a cache, turns most logs away. A log then costs a few integer lookups: bench:ingest's
- * evm-events pass and bench/results/2026-11-27-ingest-evm-events.md.
+ * evm-events pass and bench/README.md, "Contract events: match cost with 10,000 subscriptions".
  */
 import type { Hex } from 'viem';
 import { passesFilter } from '../../chains/evm/event-filter.js';
