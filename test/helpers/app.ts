@@ -79,8 +79,7 @@ export async function startTestApp(
       headers['content-type'] = 'application/json';
     }
     // undici's request, not fetch: the suite sends thousands of these, and fetch's Request, web
-    // streams and abort signal cost several times the CPU
-    // (bench/results/2026-11-28-issue-33-fourth-session.md).
+    // streams and abort signal cost several times the CPU (bench/README.md, "EVM calls on undici").
     const response = await undiciRequest(`${app.url}${path}`, {
       method: method as Dispatcher.HttpMethod,
       headers,

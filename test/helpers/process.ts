@@ -8,7 +8,7 @@ const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
  * PGlite's WebAssembly quickly first and optimises what runs often; a process that opens PGlite and
  * lives a few seconds spent a third of its CPU on that optimisation, on background threads. A larger
  * budget before it (V8's default is 1,800,000) cut a start's CPU from 1.5-1.7 s to 1.15-1.2 s; a long
- * job still gets its optimised code (bench/results/2026-11-29-issue-33-eighth-session.md).
+ * job still gets its optimised code (bench/README.md, "Issue 33, eighth session").
  */
 const CLI = ['--wasm-tiering-budget=18000000', BUILT_CLI];
 const TOKEN = /lh_[A-Za-z0-9_-]{32}/;
