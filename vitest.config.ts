@@ -17,7 +17,7 @@ export default defineConfig({
     isolate: false,
     // A young generation of 64 MB (V8's default is 16): tests that parse big bodies, blocks and lists
     // of 100,000 addresses spent a tenth of their CPU in scavenges. Three A/B pairs of address-lists
-    // and the Solana files: 6-11% less CPU with it (bench/README.md, "The test suite's CPU").
+    // and the Solana files: 6-11% less CPU with it (bench/results/2026-11-26-test-suite-cpu.md).
     execArgv: ['--max-semi-space-size=64'],
     // Process-level end-to-end tests start real services; their waits carry their own deadlines.
     testTimeout: 90_000,

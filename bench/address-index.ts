@@ -21,6 +21,7 @@ import {
 import {
   createScratchDatabase,
   databaseUrlOption,
+  defaultBackends,
   fixed,
   formatTable,
   gc,
@@ -416,13 +417,11 @@ async function main(): Promise<void> {
   const rows = numberOption(values.rows as string | undefined, 'BENCH_ROWS', 1_000_000, 0);
   const listSize = numberOption(values['list-size'] as string | undefined, 'BENCH_LIST_SIZE', LIST_SIZE, 1);
   const databaseUrl = databaseUrlOption();
-  const backends = (
-    (values.backends as string | undefined) ??
-    process.env.BENCH_BACKENDS ??
-    'pglite,postgres'
-  )
-    .split(',')
-    .filter((b) => b === 'pglite' || (b === 'postgres' && databaseUrl));
+  // Unknown names, and postgres without a database URL, are left out rather than refused.
+  const raw = (values.backends as string | undefined) ?? process.env.BENCH_BACKENDS;
+  const backends = (raw?.split(',') ?? defaultBackends(databaseUrl)).filter(
+    (b) => b === 'pglite' || (b === 'postgres' && databaseUrl),
+  );
   console.log(`bench:index: ${machineLine()}, node ${process.version}`);
 
   // 1. Memory, time to index and lookups, each structure in a process of its own.

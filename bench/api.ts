@@ -13,18 +13,22 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { ANCHOR_PREFIX } from '../src/anchor/receipt.js';
 import { type Anvil, startAnvil } from '../src/chains/evm/anvil.js';
 import {
-  benchMasterKey,
+  backendOfDataDir,
   cleanEnv,
   commCpuDelta,
   commCpuSeconds,
-  createScratchDatabase,
+  cpuProfArgs,
+  cpuProfOption,
+  createScratchDatabaseIfUrl,
   databaseUrlOption,
+  exitWithUsage,
   fixed,
   formatTable,
   freePort,
   grouped,
   isLoopback,
   jsonRpc,
+  ledgerhookDatabaseEnv,
   logLevelOption,
   machineLine,
   makeTempDir,
@@ -42,6 +46,7 @@ import {
   stopServer,
   toQuantity,
   waitUntilServing,
+  wholeNumberOption,
 } from './lib.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -71,30 +76,26 @@ function readOptions(): Options {
     },
   });
   if (values.help) {
-    process.stdout.write(
-      [
-        'Usage: npm run bench:api [-- options]',
-        '  --duration S      seconds measured per route (BENCH_DURATION, default 10)',
-        '  --warmup S        seconds of unmeasured load before each route (BENCH_WARMUP, default 2)',
-        '  --connections N   concurrent connections (BENCH_CONNECTIONS, default 10)',
-        '  --log-level L     LOG_LEVEL of both servers (BENCH_LOG_LEVEL, default warn)',
-        '  --cpu-prof DIR    V8 CPU profiles of the Ledgerhook processes, into DIR/plain, DIR/twin and DIR/anchoring (BENCH_CPU_PROF)',
-        '  --no-anchoring    skip the two servers measuring what anchoring costs create (BENCH_NO_ANCHORING=1)',
-        'DATABASE_URL set: Ledgerhook runs on that PostgreSQL (the same set-up and anchoring servers on',
-        'scratch databases of the same server, dropped at the end); otherwise on embedded PGlite.',
-        '',
-      ].join('\n'),
-    );
-    process.exit(0);
+    exitWithUsage([
+      'Usage: npm run bench:api [-- options]',
+      '  --duration S      seconds measured per route (BENCH_DURATION, default 10)',
+      '  --warmup S        seconds of unmeasured load before each route (BENCH_WARMUP, default 2)',
+      '  --connections N   concurrent connections (BENCH_CONNECTIONS, default 10)',
+      '  --log-level L     LOG_LEVEL of both servers (BENCH_LOG_LEVEL, default warn)',
+      '  --cpu-prof DIR    V8 CPU profiles of the Ledgerhook processes, into DIR/plain, DIR/twin and DIR/anchoring (BENCH_CPU_PROF)',
+      '  --no-anchoring    skip the two servers measuring what anchoring costs create (BENCH_NO_ANCHORING=1)',
+      'DATABASE_URL set: Ledgerhook runs on that PostgreSQL (the same set-up and anchoring servers on',
+      'scratch databases of the same server, dropped at the end); otherwise on embedded PGlite.',
+      '',
+    ]);
   }
-  const cpuProf = values['cpu-prof'] ?? process.env.BENCH_CPU_PROF;
   return {
     duration: numberOption(values.duration, 'BENCH_DURATION', 10, 1),
     warmup: numberOption(values.warmup, 'BENCH_WARMUP', 2, 0),
-    connections: Math.floor(numberOption(values.connections, 'BENCH_CONNECTIONS', 10, 1)),
+    connections: wholeNumberOption(values.connections, 'BENCH_CONNECTIONS', 10, 1),
     logLevel: logLevelOption(values['log-level']),
     databaseUrl: databaseUrlOption(),
-    cpuProf: cpuProf ? path.resolve(cpuProf) : undefined,
+    cpuProf: cpuProfOption(values['cpu-prof']),
     anchoring: !(values['no-anchoring'] ?? process.env.BENCH_NO_ANCHORING === '1'),
   };
 }
@@ -497,23 +498,22 @@ async function startLedgerhook(
     // The benchmark measures capacity: one token sends thousands of requests a second, far past
     // the default per-account limit (1000/s), which would measure the limiter instead.
     LEDGERHOOK_RATE_LIMIT: 'off',
-    ...(databaseUrl
-      ? { DATABASE_URL: databaseUrl, LEDGERHOOK_MASTER_KEY: benchMasterKey('ledgerhook-bench-api') }
-      : {}),
+    ...ledgerhookDatabaseEnv(databaseUrl, 'ledgerhook-bench-api'),
   });
   // Anchoring is off unless this run turns it on, whatever the bench's own environment says.
   for (const name of ANCHOR_VARIABLES) delete env[name];
   Object.assign(env, extra);
   // A directory per server: Node names the files itself, one per thread.
-  const nodeArgs = options.cpuProf ? ['--cpu-prof', '--cpu-prof-dir', path.join(options.cpuProf, name)] : [];
-  const server = startServer(`ledgerhook (${name})`, ['src/main.ts', 'serve'], env, { nodeArgs });
+  const server = startServer(`ledgerhook (${name})`, ['src/main.ts', 'serve'], env, {
+    nodeArgs: cpuProfArgs(options.cpuProf, name),
+  });
   try {
     const base = `http://127.0.0.1:${port}`;
     await waitUntilServing(server, `${base}/healthz`);
     // PostgreSQL used before has accounts already, and prints no token: one is issued then.
     const token = await serverToken(server, env);
     // PGlite keeps its files under the data directory; PostgreSQL leaves it holding only master.key.
-    const backend = fs.existsSync(path.join(dataDir, 'pglite')) ? 'pglite' : 'postgres';
+    const backend = backendOfDataDir(dataDir);
     if ((backend === 'postgres') !== (databaseUrl !== undefined)) {
       throw new Error(`expected Ledgerhook on ${databaseUrl ? 'postgres' : 'pglite'}, found ${backend}`);
     }
@@ -856,9 +856,7 @@ async function withFreshServer<T>(
   extra: Record<string, string>,
   run: (lh: Ledgerhook) => Promise<T>,
 ): Promise<T> {
-  const scratch = options.databaseUrl
-    ? await createScratchDatabase(options.databaseUrl, `api_${name}`)
-    : undefined;
+  const scratch = await createScratchDatabaseIfUrl(options.databaseUrl, `api_${name}`);
   try {
     const lh = await startLedgerhook(options, name, makeTempDir(`ledgerhook-bench-${name}-`), scratch?.url, {
       LEDGERHOOK_CONFIG: chain.configFile,

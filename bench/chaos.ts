@@ -8,7 +8,7 @@
 // takes a receiver down; then waits for the outbox to drain and checks that everything the
 // surviving database holds was delivered, that every transfer on the chains was notified (read
 // independently with viem), that no chain event reached a receiver under two ids, and that no
-// process is left. Exit code 1 if a check fails. See bench/README.md, "Chaos".
+// process is left. Exit code 1 if a check fails. See bench/README.md, "npm run chaos".
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';

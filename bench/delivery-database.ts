@@ -3,7 +3,8 @@
  * answer given at once in this process (no socket, no receiver), so what is measured is the
  * dispatcher's statements. On PGlite (running in this thread) each statement's time is summed by its
  * first words; on PostgreSQL (with DATABASE_URL, in a scratch database) the CPU of its processes is
- * read from /proc. The evidence behind "Delivery on PGlite/PostgreSQL" in bench/README.md;
+ * read from /proc. The evidence behind "Delivery on PGlite/PostgreSQL" in
+ * bench/results/2026-11-27-issue-13-summary.md;
  * bench:delivery measures the whole path.
  *
  *   [DATABASE_URL=…] npx tsx bench/delivery-database.ts [--notifications 20000] [--rounds 3]
@@ -25,7 +26,7 @@ import { createRetryPolicy } from '../src/notify/retry-policy.js';
 import { createEnvelope } from '../src/secrets/envelope.js';
 import { openStore } from '../src/store/db.js';
 import { createSubscriptions } from '../src/subscriptions/service.js';
-import { commCpuDelta, commCpuSeconds, createScratchDatabase } from './lib.js';
+import { commCpuDelta, commCpuSeconds, createScratchDatabaseIfUrl, databaseUrlOption } from './lib.js';
 
 const { values } = parseArgs({
   options: { notifications: { type: 'string' }, rounds: { type: 'string' } },
@@ -93,13 +94,13 @@ const instantAnswer = {
   },
 } as unknown as Dispatcher;
 
-const databaseUrl = process.env.DATABASE_URL;
+const databaseUrl = databaseUrlOption();
 let walBytes = 0;
 let hotShare = 0;
 
 async function round(): Promise<{ seconds: number; cpu: number; databaseCpu: number | undefined }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledgerhook-bench-delivery-db-'));
-  const scratch = databaseUrl ? await createScratchDatabase(databaseUrl) : undefined;
+  const scratch = await createScratchDatabaseIfUrl(databaseUrl);
   const store = scratch
     ? await openStore({ databaseUrl: scratch.url })
     : await openStore({ pgliteDir: dir, pgliteWorker: false });

@@ -15,24 +15,28 @@ import { openStore, type Store } from '../src/store/db.js';
 import { acquireDataDirLock } from '../src/store/lock.js';
 import {
   apiCall,
-  benchMasterKey,
+  type Backend,
+  backendsLine,
+  backendsOption,
   cleanEnv,
   commCpuDelta,
   commCpuSeconds,
+  cpuProfArgs,
+  cpuProfOption,
   createScratchDatabase,
   databaseUrlOption,
+  exitWithUsage,
   fixed,
   formatTable,
   freePort,
   isLoopback,
+  ledgerhookDatabaseEnv,
   logLevelOption,
   machineLine,
   makeTempDir,
-  numberOption,
   onCleanup,
   percent,
   processCpuSeconds,
-  redact,
   runMain,
   type Server,
   serverToken,
@@ -40,10 +44,9 @@ import {
   startServer,
   stopServer,
   waitUntilServing,
+  wholeNumberOption,
 } from './lib.js';
 import type { ReceiverCommand, ReceiverMessage, ReceiverStats } from './receiver.js';
-
-type Backend = 'pglite' | 'postgres';
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -75,46 +78,32 @@ function readOptions(): Options {
     },
   });
   if (values.help) {
-    process.stdout.write(
-      [
-        'Usage: npm run bench:delivery [-- options]',
-        '  --notifications N  notifications measured per backend, and raw POSTs per reference run',
-        '                     (BENCH_NOTIFICATIONS, default 20000)',
-        '  --warmup N         unmeasured notifications and POSTs before each (BENCH_WARMUP, default 2000)',
-        '  --concurrency N    LEDGERHOOK_DISPATCH_CONCURRENCY, and raw POSTs in flight (BENCH_CONCURRENCY, default 256)',
-        '  --dispatchers N    processes delivering on PostgreSQL, the extra ones with --role dispatcher',
-        '                     (BENCH_DISPATCHERS, default 1)',
-        '  --backends LIST    pglite,postgres (BENCH_BACKENDS; default pglite, plus postgres with DATABASE_URL)',
-        '  --log-level L      LOG_LEVEL of Ledgerhook (BENCH_LOG_LEVEL, default warn)',
-        '  --cpu-prof DIR     write a V8 CPU profile of each delivering Ledgerhook process to DIR (BENCH_CPU_PROF)',
-        'DATABASE_URL set: also on that PostgreSQL, in a database created for the run and dropped after it.',
-        '',
-      ].join('\n'),
-    );
-    process.exit(0);
+    exitWithUsage([
+      'Usage: npm run bench:delivery [-- options]',
+      '  --notifications N  notifications measured per backend, and raw POSTs per reference run',
+      '                     (BENCH_NOTIFICATIONS, default 20000)',
+      '  --warmup N         unmeasured notifications and POSTs before each (BENCH_WARMUP, default 2000)',
+      '  --concurrency N    LEDGERHOOK_DISPATCH_CONCURRENCY, and raw POSTs in flight (BENCH_CONCURRENCY, default 256)',
+      '  --dispatchers N    processes delivering on PostgreSQL, the extra ones with --role dispatcher',
+      '                     (BENCH_DISPATCHERS, default 1)',
+      '  --backends LIST    pglite,postgres (BENCH_BACKENDS; default pglite, plus postgres with DATABASE_URL)',
+      '  --log-level L      LOG_LEVEL of Ledgerhook (BENCH_LOG_LEVEL, default warn)',
+      '  --cpu-prof DIR     write a V8 CPU profile of each delivering Ledgerhook process to DIR (BENCH_CPU_PROF)',
+      'DATABASE_URL set: also on that PostgreSQL, in a database created for the run and dropped after it.',
+      '',
+    ]);
   }
   const databaseUrl = databaseUrlOption();
-  const backendsRaw = values.backends ?? process.env.BENCH_BACKENDS;
-  const backends = backendsRaw
-    ? backendsRaw.split(',').map((b) => b.trim())
-    : databaseUrl
-      ? ['pglite', 'postgres']
-      : ['pglite'];
-  for (const b of backends) {
-    if (b !== 'pglite' && b !== 'postgres') throw new Error(`unknown backend "${b}" (pglite, postgres)`);
-  }
-  if (backends.includes('postgres') && !databaseUrl)
-    throw new Error('the postgres backend needs DATABASE_URL');
-  const cpuProf = values['cpu-prof'] ?? process.env.BENCH_CPU_PROF;
+  const backends = backendsOption(values.backends, databaseUrl);
   return {
-    notifications: Math.floor(numberOption(values.notifications, 'BENCH_NOTIFICATIONS', 20_000, 1)),
-    warmup: Math.floor(numberOption(values.warmup, 'BENCH_WARMUP', 2_000, 0)),
-    concurrency: Math.floor(numberOption(values.concurrency, 'BENCH_CONCURRENCY', 256, 1)),
-    dispatchers: Math.floor(numberOption(values.dispatchers, 'BENCH_DISPATCHERS', 1, 1)),
+    notifications: wholeNumberOption(values.notifications, 'BENCH_NOTIFICATIONS', 20_000, 1),
+    warmup: wholeNumberOption(values.warmup, 'BENCH_WARMUP', 2_000, 0),
+    concurrency: wholeNumberOption(values.concurrency, 'BENCH_CONCURRENCY', 256, 1),
+    dispatchers: wholeNumberOption(values.dispatchers, 'BENCH_DISPATCHERS', 1, 1),
     logLevel: logLevelOption(values['log-level']),
     databaseUrl,
-    backends: backends as Backend[],
-    cpuProf: cpuProf ? path.resolve(cpuProf) : undefined,
+    backends,
+    cpuProf: cpuProfOption(values['cpu-prof']),
   };
 }
 
@@ -507,14 +496,8 @@ function ledgerhookEnv(options: Options, dataDir: string, extra: Record<string, 
 
 function nodeArgs(options: Options, backend: Backend): string[] {
   const extra = process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : [];
-  if (!options.cpuProf) return extra;
-  return [
-    ...extra,
-    '--cpu-prof',
-    '--cpu-prof-dir',
-    // A directory per backend: Node names the files itself, one per thread (tsx's loader has one).
-    path.join(options.cpuProf, backend),
-  ];
+  // A directory per backend: Node names the files itself, one per thread (tsx's loader has one).
+  return [...extra, ...cpuProfArgs(options.cpuProf, backend)];
 }
 
 /**
@@ -645,9 +628,8 @@ async function benchPostgres(options: Options, receiver: Receiver): Promise<Ledg
     const port = await freePort();
     const env = ledgerhookEnv(options, makeTempDir('ledgerhook-bench-delivery-'), {
       PORT: String(port),
-      DATABASE_URL: scratch.url,
       // The database is new, so any key would do; a fixed one keeps reruns on one database possible.
-      LEDGERHOOK_MASTER_KEY: benchMasterKey('ledgerhook-bench-delivery'),
+      ...ledgerhookDatabaseEnv(scratch.url, 'ledgerhook-bench-delivery'),
     });
     const server = startServer('ledgerhook', ['src/main.ts', 'serve'], env, {
       nodeArgs: nodeArgs(options, 'postgres'),
@@ -793,7 +775,7 @@ const TARGET = 10_000;
 async function main(): Promise<void> {
   const options = readOptions();
   process.stdout.write(
-    `bench:delivery: ${options.backends.join(' and ')}${options.databaseUrl && options.backends.includes('postgres') ? ` (${redact(options.databaseUrl)})` : ''}; ` +
+    `bench:delivery: ${backendsLine(options.backends, options.databaseUrl)}; ` +
       `${options.notifications} notifications measured after ${options.warmup} warm-up, concurrency ${options.concurrency}; ${machineLine()}\n`,
   );
   const receiver = await startReceiver();

@@ -1,8 +1,7 @@
-// What the non-EVM passes of bench:ingest share: a fresh store on either backend, one subscription
-// per watched address (through the subscription service, which puts it in the matcher's index),
-// and a cursor put back before the measured blocks for each run.
+// What the non-EVM passes of bench:ingest share: one subscription per watched address (through the
+// subscription service, which puts it in the matcher's index), and a cursor put back before the
+// measured blocks for each run. Their fresh store per backend is lib.ts's withFreshStore.
 import crypto from 'node:crypto';
-import path from 'node:path';
 import { eq, sql } from 'drizzle-orm';
 import pino from 'pino';
 import { createAccounts } from '../src/accounts/service.js';
@@ -11,47 +10,12 @@ import type { BlockSource } from '../src/chains/source.js';
 import { createIdempotency } from '../src/idempotency/service.js';
 import { notifications } from '../src/notify/schema.js';
 import { createEnvelope } from '../src/secrets/envelope.js';
-import { type Db, openStore, type Store } from '../src/store/db.js';
+import type { Db, Store } from '../src/store/db.js';
 import { createSubscriptions } from '../src/subscriptions/service.js';
 import { type BlockMatcher, createFollower } from '../src/watch/follower/follower.js';
 import type { AddressIndex } from '../src/watch/matching/address-index.js';
 import { chainCursors, chainHeaders } from '../src/watch/schema.js';
-import { createScratchDatabase, followUntil, makeTempDir, medianSeconds } from './lib.js';
-
-export type Backend = 'pglite' | 'postgres';
-
-/** Runs `run` on a fresh store: a temporary PGlite directory, or a scratch PostgreSQL database. */
-export async function onBackend<T>(
-  backend: Backend,
-  databaseUrl: string | undefined,
-  name: string,
-  run: (store: Store) => Promise<T>,
-): Promise<T> {
-  if (backend === 'pglite') {
-    const store = await openStore({
-      pgliteDir: path.join(makeTempDir(`ledgerhook-bench-${name}-`), 'pglite'),
-      // On this thread unless asked (bench:ingest's figures since issue 13 are so); the service
-      // puts it on a worker thread by default.
-      pgliteWorker: process.env.BENCH_PGLITE_WORKER === '1',
-    });
-    try {
-      return await run(store);
-    } finally {
-      await store.close();
-    }
-  }
-  const scratch = await createScratchDatabase(databaseUrl!, name);
-  try {
-    const store = await openStore({ databaseUrl: scratch.url, onError: () => {} });
-    try {
-      return await run(store);
-    } finally {
-      await store.close();
-    }
-  } finally {
-    await scratch.drop();
-  }
-}
+import { followUntil, medianSeconds } from './lib.js';
 
 /**
  * Migrates the store, makes the default account and subscribes each address on `chain` (one

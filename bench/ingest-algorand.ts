@@ -27,8 +27,16 @@ import {
   startAlgorandNode,
   TESTNET,
 } from '../test/helpers/algorand-node.js';
-import { type Backend, measureFollowing, onBackend, subscribeWatched } from './followed-network.js';
-import { fixed, formatTable, grouped, medianSeconds, onCleanup } from './lib.js';
+import { measureFollowing, subscribeWatched } from './followed-network.js';
+import {
+  type Backend,
+  fixed,
+  formatTable,
+  grouped,
+  medianSeconds,
+  onCleanup,
+  withFreshStore,
+} from './lib.js';
 
 type Api = 'algod' | 'indexer';
 
@@ -195,7 +203,7 @@ export async function algorandPass(options: AlgorandPassOptions): Promise<string
     rows.push(row(`read + decode, ${IN_FLIGHT} in flight (reference)`, reference));
     for (const backend of options.backends) {
       process.stdout.write(`  algorand ${pass.api}: ${backend}: following... `);
-      const seconds = await onBackend(backend, options.databaseUrl, 'ingest_algo', (store) =>
+      const seconds = await withFreshStore(backend, options.databaseUrl, 'ingest_algo', (store) =>
         followerPass(
           `${pass.api}/${backend}`,
           store,

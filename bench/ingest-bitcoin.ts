@@ -11,8 +11,16 @@ import { type AddressIndex, createAddressIndex } from '../src/watch/matching/add
 import { bitcoinMatcher } from '../src/watch/notifications/bitcoin.js';
 import { block702861 } from '../test/helpers/bitcoin-blocks.js';
 import { startBitcoinNode } from '../test/helpers/bitcoin-node.js';
-import { type Backend, measureFollowing, onBackend, subscribeWatched } from './followed-network.js';
-import { fixed, formatTable, grouped, medianSeconds, onCleanup } from './lib.js';
+import { measureFollowing, subscribeWatched } from './followed-network.js';
+import {
+  type Backend,
+  fixed,
+  formatTable,
+  grouped,
+  medianSeconds,
+  onCleanup,
+  withFreshStore,
+} from './lib.js';
 
 const HEIGHT = 702861;
 /** Esplora's page of transactions, and the pages the source reads at once. */
@@ -169,7 +177,7 @@ export async function bitcoinPass(options: BitcoinPassOptions): Promise<string[]
   const rows: [string, number, number | undefined][] = [];
   for (const backend of options.backends) {
     process.stdout.write(`  bitcoin: ${backend}: following block ${HEIGHT}... `);
-    const seconds = await onBackend(backend, options.databaseUrl, 'ingest_btc', (store) =>
+    const seconds = await withFreshStore(backend, options.databaseUrl, 'ingest_btc', (store) =>
       followerPass(backend, store, node.url, parentHash, index, watched, options.logLevel),
     );
     process.stdout.write(`${fixed(seconds, 3)} s\n`);

@@ -26,9 +26,10 @@ import type { AddressIndex } from '../src/watch/matching/address-index.js';
 import { solanaMatcher } from '../src/watch/notifications/solana.js';
 import { type RecordedSlot, recordedBlock } from '../test/helpers/solana-blocks.js';
 import { assembleBlock, startSolanaNode } from '../test/helpers/solana-node.js';
-import { type Backend, onBackend, restartBefore, subscribeWatched } from './followed-network.js';
+import { restartBefore, subscribeWatched } from './followed-network.js';
 import { buildIndex } from './ingest-solana.js';
 import {
+  type Backend,
   commCpuDelta,
   commCpuSeconds,
   fixed,
@@ -42,6 +43,7 @@ import {
   sleep,
   startServer,
   stopServer,
+  withFreshStore,
 } from './lib.js';
 
 /** Mainnet's slot time. */
@@ -483,7 +485,7 @@ export async function solanaStreamPass(options: SolanaStreamOptions): Promise<st
           `${ready.expected[FIRST]} (slot ${FIRST}, ${ready.transactions[FIRST]} transactions) and ` +
           `${ready.expected[OTHER]} (slot ${OTHER}, ${ready.transactions[OTHER]} transactions) a block\n`,
       );
-      const result = await onBackend(backend, options.databaseUrl, 'ingest_sol_stream', (store) =>
+      const result = await withFreshStore(backend, options.databaseUrl, 'ingest_sol_stream', (store) =>
         streamOn(backend, store, node, index, options),
       );
       if (result.notified !== result.expected)

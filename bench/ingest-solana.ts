@@ -13,8 +13,16 @@ import { type AddressIndex, createAddressIndex } from '../src/watch/matching/add
 import { solanaMatcher } from '../src/watch/notifications/solana.js';
 import { recordedBlock } from '../test/helpers/solana-blocks.js';
 import { recordedSlot, startSolanaNode } from '../test/helpers/solana-node.js';
-import { type Backend, measureFollowing, onBackend, subscribeWatched } from './followed-network.js';
-import { fixed, formatTable, grouped, medianSeconds, onCleanup } from './lib.js';
+import { measureFollowing, subscribeWatched } from './followed-network.js';
+import {
+  type Backend,
+  fixed,
+  formatTable,
+  grouped,
+  medianSeconds,
+  onCleanup,
+  withFreshStore,
+} from './lib.js';
 
 const SLOT = 110360000;
 const RUNS = 5;
@@ -143,7 +151,7 @@ export async function solanaPass(options: SolanaPassOptions): Promise<string[]> 
   ];
   for (const backend of options.backends) {
     process.stdout.write(`  solana: ${backend}: following slot ${SLOT}... `);
-    const seconds = await onBackend(backend, options.databaseUrl, 'ingest_sol', (store) =>
+    const seconds = await withFreshStore(backend, options.databaseUrl, 'ingest_sol', (store) =>
       followerPass(backend, store, node.url, index, plan, options.logLevel),
     );
     process.stdout.write(`${fixed(seconds, 3)} s\n`);

@@ -26,7 +26,7 @@ import { loadNetworks, type Network, type NetworkCatalog } from '../src/chains/n
 import type { BlockSource } from '../src/chains/source.js';
 import { createIdempotency } from '../src/idempotency/service.js';
 import { createEnvelope } from '../src/secrets/envelope.js';
-import { type Db, openStore, type Store } from '../src/store/db.js';
+import type { Db, Store } from '../src/store/db.js';
 import { createSubscriptions } from '../src/subscriptions/service.js';
 import { createFollower } from '../src/watch/follower/follower.js';
 import type { AddressIndex } from '../src/watch/matching/address-index.js';
@@ -40,11 +40,14 @@ import { evmEventsPass } from './ingest-evm-events.js';
 import { solanaPass } from './ingest-solana.js';
 import { solanaStreamPass } from './ingest-solana-stream.js';
 import {
+  type Backend,
+  backendsLine,
+  backendsOption,
   childPids,
   commCpuDelta,
   commCpuSeconds,
-  createScratchDatabase,
   databaseUrlOption,
+  exitWithUsage,
   fixed,
   formatTable,
   grouped,
@@ -53,7 +56,6 @@ import {
   jsonRpcBatch,
   logLevelOption,
   machineLine,
-  makeTempDir,
   now,
   numberOption,
   onCleanup,
@@ -62,13 +64,12 @@ import {
   profiled,
   ROOT,
   type RpcCall,
-  redact,
   runMain,
   sleep,
   toQuantity,
+  wholeNumberOption,
+  withFreshStore,
 } from './lib.js';
-
-type Backend = 'pglite' | 'postgres';
 
 /** ERC-20 transfers per `transferMany` transaction. */
 const BATCH = 20;
@@ -180,62 +181,49 @@ function readOptions(): Options {
     },
   });
   if (values.help) {
-    process.stdout.write(
-      [
-        'Usage: npm run bench:ingest [-- options]',
-        '  --blocks N               blocks measured (BENCH_BLOCKS, default 100)',
-        '  --transfers-per-block N  transfers per block, half native, half ERC-20 in batches of 20',
-        '                           (BENCH_TRANSFERS_PER_BLOCK, default 200)',
-        '  --watched N              random watched addresses in the matcher (BENCH_WATCHED, default 1000000)',
-        '  --hit-rate R             share of transfers to a watched address, notified (BENCH_HIT_RATE, default 0.01)',
-        '  --backends LIST          pglite,postgres (BENCH_BACKENDS; default pglite, plus postgres with DATABASE_URL)',
-        '                           PGlite runs on this thread; BENCH_PGLITE_WORKER=1 puts it on a worker thread, as',
-        '                           the service does by default (LEDGERHOOK_PGLITE_WORKER)',
-        '  --log-level L            level of the follower logger (BENCH_LOG_LEVEL, default warn)',
-        '  --passes LIST            evm,evm-hits,evm-events,bitcoin,algorand,solana,solana-stream (BENCH_PASSES,',
-        '                           default all but solana-stream, which runs only when named);',
-        '                           evm-hits is 2,000 blocks of 20 transfers, every one notified (--blocks,',
-        '                           --transfers-per-block and --hit-rate do not apply to it)',
-        '                           solana-stream: slots every 400 ms for --minutes, followed with --watched',
-        '                           random watched addresses (default 10000000 for it)',
-        '  --event-subscriptions N  evm-events: contract event subscriptions applied (BENCH_EVENT_SUBSCRIPTIONS,',
-        '                           default 10000)',
-        '  --event-hit-rates LIST   evm-events: one case per share of followed logs made to match a subscription',
-        '                           (BENCH_EVENT_HIT_RATES, default 0.01,0.1)',
-        '  --match-samples N        evm-events: block matches timed per matcher and case (BENCH_MATCH_SAMPLES,',
-        '                           default 3000)',
-        '  --minutes N              solana-stream: minutes of the stream (BENCH_MINUTES, default 5)',
-        '  --profile DIR            write a CPU profile of each EVM pass, evm-events case and solana-stream backend',
-        '                           of this process to DIR',
-        '  --traces M               debug (callTracer, the default), parity (trace_block) or off: the EVM pass also',
-        "                           runs the follower reading each block's traces, beside fetching block, receipts",
-        '                           and traces 8 blocks in flight (BENCH_TRACES)',
-        '  --rpc URL --from N --to M [--watch FILE]',
-        '                           instead of the passes: follow blocks N..M of the EVM node at URL (no chain',
-        '                           built, anvil not started), the addresses of FILE (one per line) subscribed',
-        '                           beside the --watched random ones; reports the time to the last block',
-        '                           committed, peak rss, and the raw-fetch references over the same range',
-        '  --serve-chain FILE       instead of the passes: build the chain on anvil (--blocks, --transfers-per-block,',
-        '                           --hit-rate), write its watched addresses to FILE, print the --rpc command',
-        '                           that follows it, and serve it until interrupted',
-        'DATABASE_URL set: also on that PostgreSQL, in a database created for the run and dropped after it.',
-        '',
-      ].join('\n'),
-    );
-    process.exit(0);
+    exitWithUsage([
+      'Usage: npm run bench:ingest [-- options]',
+      '  --blocks N               blocks measured (BENCH_BLOCKS, default 100)',
+      '  --transfers-per-block N  transfers per block, half native, half ERC-20 in batches of 20',
+      '                           (BENCH_TRANSFERS_PER_BLOCK, default 200)',
+      '  --watched N              random watched addresses in the matcher (BENCH_WATCHED, default 1000000)',
+      '  --hit-rate R             share of transfers to a watched address, notified (BENCH_HIT_RATE, default 0.01)',
+      '  --backends LIST          pglite,postgres (BENCH_BACKENDS; default pglite, plus postgres with DATABASE_URL)',
+      '                           PGlite runs on this thread; BENCH_PGLITE_WORKER=1 puts it on a worker thread, as',
+      '                           the service does by default (LEDGERHOOK_PGLITE_WORKER)',
+      '  --log-level L            level of the follower logger (BENCH_LOG_LEVEL, default warn)',
+      '  --passes LIST            evm,evm-hits,evm-events,bitcoin,algorand,solana,solana-stream (BENCH_PASSES,',
+      '                           default all but solana-stream, which runs only when named);',
+      '                           evm-hits is 2,000 blocks of 20 transfers, every one notified (--blocks,',
+      '                           --transfers-per-block and --hit-rate do not apply to it)',
+      '                           solana-stream: slots every 400 ms for --minutes, followed with --watched',
+      '                           random watched addresses (default 10000000 for it)',
+      '  --event-subscriptions N  evm-events: contract event subscriptions applied (BENCH_EVENT_SUBSCRIPTIONS,',
+      '                           default 10000)',
+      '  --event-hit-rates LIST   evm-events: one case per share of followed logs made to match a subscription',
+      '                           (BENCH_EVENT_HIT_RATES, default 0.01,0.1)',
+      '  --match-samples N        evm-events: block matches timed per matcher and case (BENCH_MATCH_SAMPLES,',
+      '                           default 3000)',
+      '  --minutes N              solana-stream: minutes of the stream (BENCH_MINUTES, default 5)',
+      '  --profile DIR            write a CPU profile of each EVM pass, evm-events case and solana-stream backend',
+      '                           of this process to DIR',
+      '  --traces M               debug (callTracer, the default), parity (trace_block) or off: the EVM pass also',
+      "                           runs the follower reading each block's traces, beside fetching block, receipts",
+      '                           and traces 8 blocks in flight (BENCH_TRACES)',
+      '  --rpc URL --from N --to M [--watch FILE]',
+      '                           instead of the passes: follow blocks N..M of the EVM node at URL (no chain',
+      '                           built, anvil not started), the addresses of FILE (one per line) subscribed',
+      '                           beside the --watched random ones; reports the time to the last block',
+      '                           committed, peak rss, and the raw-fetch references over the same range',
+      '  --serve-chain FILE       instead of the passes: build the chain on anvil (--blocks, --transfers-per-block,',
+      '                           --hit-rate), write its watched addresses to FILE, print the --rpc command',
+      '                           that follows it, and serve it until interrupted',
+      'DATABASE_URL set: also on that PostgreSQL, in a database created for the run and dropped after it.',
+      '',
+    ]);
   }
   const databaseUrl = databaseUrlOption();
-  const backendsRaw = values.backends ?? process.env.BENCH_BACKENDS;
-  const backends = backendsRaw
-    ? backendsRaw.split(',').map((b) => b.trim())
-    : databaseUrl
-      ? ['pglite', 'postgres']
-      : ['pglite'];
-  for (const b of backends) {
-    if (b !== 'pglite' && b !== 'postgres') throw new Error(`unknown backend "${b}" (pglite, postgres)`);
-  }
-  if (backends.includes('postgres') && !databaseUrl)
-    throw new Error('the postgres backend needs DATABASE_URL');
+  const backends = backendsOption(values.backends, databaseUrl);
   const passes = (values.passes ?? process.env.BENCH_PASSES ?? DEFAULT_PASSES.join(','))
     .split(',')
     .map((p) => p.trim());
@@ -254,27 +242,28 @@ function readOptions(): Options {
   if (eventHitRates.some((rate) => !(rate >= 0 && rate <= 1)))
     throw new Error('--event-hit-rates: a comma-separated list of shares between 0 and 1');
   return {
-    blocks: Math.floor(numberOption(values.blocks, 'BENCH_BLOCKS', 100, 1)),
-    transfersPerBlock: Math.floor(
-      numberOption(values['transfers-per-block'], 'BENCH_TRANSFERS_PER_BLOCK', 200, 2),
-    ),
-    watched: Math.floor(numberOption(values.watched, 'BENCH_WATCHED', 1_000_000, 0)),
+    blocks: wholeNumberOption(values.blocks, 'BENCH_BLOCKS', 100, 1),
+    transfersPerBlock: wholeNumberOption(values['transfers-per-block'], 'BENCH_TRANSFERS_PER_BLOCK', 200, 2),
+    watched: wholeNumberOption(values.watched, 'BENCH_WATCHED', 1_000_000, 0),
     hitRate,
-    eventSubscriptions: Math.floor(
-      numberOption(values['event-subscriptions'], 'BENCH_EVENT_SUBSCRIPTIONS', 10_000, 1),
+    eventSubscriptions: wholeNumberOption(
+      values['event-subscriptions'],
+      'BENCH_EVENT_SUBSCRIPTIONS',
+      10_000,
+      1,
     ),
     eventHitRates,
-    matchSamples: Math.floor(numberOption(values['match-samples'], 'BENCH_MATCH_SAMPLES', 3_000, 1)),
+    matchSamples: wholeNumberOption(values['match-samples'], 'BENCH_MATCH_SAMPLES', 3_000, 1),
     logLevel: logLevelOption(values['log-level']),
     databaseUrl,
-    backends: backends as Backend[],
+    backends,
     passes: passes as Pass[],
     profileDir: values.profile,
     followed: followedOptions(values),
     serveChain: values['serve-chain'],
     traces: traces as BenchTraces,
-    minutes: Math.floor(numberOption(values.minutes, 'BENCH_MINUTES', 5, 1)),
-    streamWatched: Math.floor(numberOption(values.watched, 'BENCH_WATCHED', 10_000_000, 0)),
+    minutes: wholeNumberOption(values.minutes, 'BENCH_MINUTES', 5, 1),
+    streamWatched: wholeNumberOption(values.watched, 'BENCH_WATCHED', 10_000_000, 0),
   };
 }
 
@@ -783,7 +772,9 @@ async function runFollower(
   }
 }
 
-async function benchPglite(
+/** The follower on a fresh database of `backend`. */
+async function benchFollower(
+  backend: Backend,
   chain: FollowedRange,
   index: AddressIndex,
   expected: Expected,
@@ -791,50 +782,23 @@ async function benchPglite(
   anvilPid: number | undefined,
   traces: BenchTraces = 'off',
 ): Promise<FollowerResult> {
-  const dir = makeTempDir('ledgerhook-bench-ingest-');
-  const store = await openStore({
-    pgliteDir: path.join(dir, 'pglite'),
-    pgliteWorker: process.env.BENCH_PGLITE_WORKER === '1',
+  return withFreshStore(backend, options.databaseUrl, 'ingest', async (store) => {
+    const postgresLocal = backend === 'postgres' && isLoopback(options.databaseUrl!);
+    const result = await runFollower(
+      backend,
+      store,
+      chain,
+      index,
+      expected,
+      options,
+      anvilPid,
+      postgresLocal,
+      traces,
+    );
+    if (backend === 'postgres' && !postgresLocal)
+      result.notes.push('postgres cpu not measured (not on this host)');
+    return result;
   });
-  try {
-    return await runFollower('pglite', store, chain, index, expected, options, anvilPid, false, traces);
-  } finally {
-    await store.close();
-  }
-}
-
-async function benchPostgres(
-  chain: FollowedRange,
-  index: AddressIndex,
-  expected: Expected,
-  options: Options,
-  anvilPid: number | undefined,
-  traces: BenchTraces = 'off',
-): Promise<FollowerResult> {
-  const scratch = await createScratchDatabase(options.databaseUrl!, 'ingest');
-  try {
-    const store = await openStore({ databaseUrl: scratch.url, onError: () => {} });
-    try {
-      const result = await runFollower(
-        'postgres',
-        store,
-        chain,
-        index,
-        expected,
-        options,
-        anvilPid,
-        isLoopback(options.databaseUrl!),
-        traces,
-      );
-      if (!isLoopback(options.databaseUrl!))
-        result.notes.push('postgres cpu not measured (not on this host)');
-      return result;
-    } finally {
-      await store.close();
-    }
-  } finally {
-    await scratch.drop();
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -925,11 +889,7 @@ async function measureRange(
 
   const results: FollowerResult[] = [];
   for (const backend of options.backends) {
-    results.push(
-      backend === 'pglite'
-        ? await benchPglite(range, built.index, expected, options, anvilPid)
-        : await benchPostgres(range, built.index, expected, options, anvilPid),
-    );
+    results.push(await benchFollower(backend, range, built.index, expected, options, anvilPid));
   }
 
   const matcherNote = matcherNotes(built.index);
@@ -994,11 +954,7 @@ async function measureTraced(
 `);
   const results: FollowerResult[] = [];
   for (const backend of options.backends) {
-    results.push(
-      backend === 'pglite'
-        ? await benchPglite(range, built.index, expected, options, anvilPid, traces)
-        : await benchPostgres(range, built.index, expected, options, anvilPid, traces),
-    );
+    results.push(await benchFollower(backend, range, built.index, expected, options, anvilPid, traces));
   }
   process.stdout.write(`  raw fetch with traces, ${IN_FLIGHT} in flight (after)... `);
   const after = await fetchTraced('after');
@@ -1160,7 +1116,7 @@ async function main(): Promise<void> {
   process.stdout.write(
     `bench:ingest: ${options.followed ? `blocks ${options.followed.from}-${options.followed.to} of a node` : `${options.blocks} blocks of ${options.transfersPerBlock} transfers`}, ` +
       `${grouped(options.watched)} watched addresses, hit rate ${options.hitRate}; ` +
-      `${options.backends.join(' and ')}${options.databaseUrl && options.backends.includes('postgres') ? ` (${redact(options.databaseUrl)})` : ''}; ` +
+      `${backendsLine(options.backends, options.databaseUrl)}; ` +
       `${machineLine()}\n`,
   );
 

@@ -13,14 +13,18 @@ import type { Hex } from 'viem';
 import { type Anvil, startAnvil } from '../src/chains/evm/anvil.js';
 import {
   apiCall,
-  benchMasterKey,
+  type Backend,
+  backendOption,
+  backendsLine,
   cleanEnv,
-  createScratchDatabase,
+  createScratchDatabaseIfUrl,
   databaseUrlOption,
+  exitWithUsage,
   fixed,
   formatTable,
   freePort,
   jsonRpc,
+  ledgerhookDatabaseEnv,
   logLevelOption,
   machineLine,
   makeTempDir,
@@ -31,7 +35,6 @@ import {
   postJson,
   processCpuSeconds,
   quantile,
-  redact,
   runMain,
   type Server,
   serverToken,
@@ -42,9 +45,8 @@ import {
   type TimingReceiver,
   toQuantity,
   waitUntilServing,
+  wholeNumberOption,
 } from './lib.js';
-
-type Backend = 'pglite' | 'postgres';
 
 const NETWORK = 'DEVNET';
 const DEFAULT_POLL_MS = 2_000;
@@ -77,27 +79,21 @@ function readOptions(): Options {
     },
   });
   if (values.help) {
-    process.stdout.write(
-      [
-        'Usage: npm run bench:latency [-- options]',
-        '  --blocks N            blocks measured per poll interval (BENCH_BLOCKS, default 200)',
-        '  --warmup N            unmeasured blocks before them (BENCH_WARMUP, default 5)',
-        '  --block-time MS       mean time between blocks, each uniformly 0.5-1.5 times it (BENCH_BLOCK_TIME, default 250)',
-        '  --poll-intervals LIST LEDGERHOOK_WATCH_POLL_INTERVAL of each run, in ms (BENCH_POLL_INTERVALS, default 2000,250)',
-        '  --floor-blocks N      blocks of each floor (reference) run (BENCH_FLOOR_BLOCKS, default 50)',
-        '  --backend B           pglite or postgres (BENCH_BACKEND; default postgres with DATABASE_URL, else pglite)',
-        '  --log-level L         LOG_LEVEL of Ledgerhook (BENCH_LOG_LEVEL, default warn)',
-        'DATABASE_URL set: Ledgerhook runs on that PostgreSQL, in a database created for each run and dropped after it.',
-        '',
-      ].join('\n'),
-    );
-    process.exit(0);
+    exitWithUsage([
+      'Usage: npm run bench:latency [-- options]',
+      '  --blocks N            blocks measured per poll interval (BENCH_BLOCKS, default 200)',
+      '  --warmup N            unmeasured blocks before them (BENCH_WARMUP, default 5)',
+      '  --block-time MS       mean time between blocks, each uniformly 0.5-1.5 times it (BENCH_BLOCK_TIME, default 250)',
+      '  --poll-intervals LIST LEDGERHOOK_WATCH_POLL_INTERVAL of each run, in ms (BENCH_POLL_INTERVALS, default 2000,250)',
+      '  --floor-blocks N      blocks of each floor (reference) run (BENCH_FLOOR_BLOCKS, default 50)',
+      '  --backend B           pglite or postgres (BENCH_BACKEND; default postgres with DATABASE_URL, else pglite)',
+      '  --log-level L         LOG_LEVEL of Ledgerhook (BENCH_LOG_LEVEL, default warn)',
+      'DATABASE_URL set: Ledgerhook runs on that PostgreSQL, in a database created for each run and dropped after it.',
+      '',
+    ]);
   }
   const databaseUrl = databaseUrlOption();
-  const backend = values.backend ?? process.env.BENCH_BACKEND ?? (databaseUrl ? 'postgres' : 'pglite');
-  if (backend !== 'pglite' && backend !== 'postgres')
-    throw new Error(`unknown backend "${backend}" (pglite, postgres)`);
-  if (backend === 'postgres' && !databaseUrl) throw new Error('the postgres backend needs DATABASE_URL');
+  const backend = backendOption(values.backend, databaseUrl);
   const pollRaw = values['poll-intervals'] ?? process.env.BENCH_POLL_INTERVALS ?? '2000,250';
   const pollIntervals = pollRaw.split(',').map((p) => {
     const ms = Number(p.trim());
@@ -106,11 +102,11 @@ function readOptions(): Options {
     return ms;
   });
   return {
-    blocks: Math.floor(numberOption(values.blocks, 'BENCH_BLOCKS', 200, 1)),
-    warmup: Math.floor(numberOption(values.warmup, 'BENCH_WARMUP', 5, 0)),
+    blocks: wholeNumberOption(values.blocks, 'BENCH_BLOCKS', 200, 1),
+    warmup: wholeNumberOption(values.warmup, 'BENCH_WARMUP', 5, 0),
     blockTimeMs: numberOption(values['block-time'], 'BENCH_BLOCK_TIME', 250, 1),
     pollIntervals,
-    floorBlocks: Math.floor(numberOption(values['floor-blocks'], 'BENCH_FLOOR_BLOCKS', 50, 1)),
+    floorBlocks: wholeNumberOption(values['floor-blocks'], 'BENCH_FLOOR_BLOCKS', 50, 1),
     logLevel: logLevelOption(values['log-level']),
     databaseUrl,
     backend,
@@ -247,10 +243,10 @@ async function runLedgerhook(
   pollMs: number,
 ): Promise<Row> {
   const label = `${options.backend}, poll ${pollMs} ms${pollMs === DEFAULT_POLL_MS ? ' (default)' : ''}`;
-  const scratch =
-    options.backend === 'postgres'
-      ? await createScratchDatabase(options.databaseUrl!, `latency_${pollMs}`)
-      : undefined;
+  const scratch = await createScratchDatabaseIfUrl(
+    options.backend === 'postgres' ? options.databaseUrl : undefined,
+    `latency_${pollMs}`,
+  );
   try {
     const port = await freePort();
     const env = cleanEnv({
@@ -260,9 +256,7 @@ async function runLedgerhook(
       LEDGERHOOK_ALLOW_CIDRS: '127.0.0.0/8',
       LEDGERHOOK_WATCH_POLL_INTERVAL: `${pollMs}ms`,
       LOG_LEVEL: options.logLevel,
-      ...(scratch
-        ? { DATABASE_URL: scratch.url, LEDGERHOOK_MASTER_KEY: benchMasterKey('ledgerhook-bench-latency') }
-        : {}),
+      ...ledgerhookDatabaseEnv(scratch?.url, 'ledgerhook-bench-latency'),
     });
     const server = startServer('ledgerhook', ['src/main.ts', 'serve'], env); // builds dist/ the first time
     const started = now();
@@ -357,7 +351,7 @@ function formatRows(rows: Row[]): string {
 async function main(): Promise<void> {
   const options = readOptions();
   process.stdout.write(
-    `bench:latency: ${options.backend}${options.backend === 'postgres' ? ` (${redact(options.databaseUrl!)})` : ''}; ` +
+    `bench:latency: ${backendsLine([options.backend], options.databaseUrl)}; ` +
       `poll intervals ${options.pollIntervals.join(', ')} ms; ${options.blocks} blocks per run, one every ` +
       `${fixed(options.blockTimeMs * 0.5, 0)}-${fixed(options.blockTimeMs * 1.5, 0)} ms; ${machineLine()}\n`,
   );

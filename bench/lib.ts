@@ -1,5 +1,6 @@
-// Helpers shared by the benchmarks: child processes (started one way, always cleaned up), ports,
-// CPU accounting from /proc, option parsing and table printing.
+// Helpers shared by the benchmarks: option parsing, the backend (PGlite or the PostgreSQL of
+// DATABASE_URL) and scratch databases, child processes (started one way, always cleaned up), ports,
+// CPU accounting from /proc and table printing.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -15,6 +16,7 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import pg from 'pg';
 import { request } from 'undici';
+import type { Store } from '../src/store/db.js';
 import { ensureBuilt } from '../test/helpers/build.js';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -47,8 +49,83 @@ export function logLevelOption(flag: string | undefined): string {
   return logLevel;
 }
 
-export function databaseUrlOption(): string | undefined {
-  return process.env.DATABASE_URL?.trim() || undefined;
+/** `numberOption` rounded down to a whole number. */
+export function wholeNumberOption(
+  flag: string | undefined,
+  env: string,
+  fallback: number,
+  min: number,
+): number {
+  return Math.floor(numberOption(flag, env, fallback, min));
+}
+
+/** The PostgreSQL to run on: `flag` (a script's own URL option), else DATABASE_URL; none: PGlite. */
+export function databaseUrlOption(flag?: string): string | undefined {
+  return flag?.trim() || process.env.DATABASE_URL?.trim() || undefined;
+}
+
+/** `--cpu-prof DIR`, else BENCH_CPU_PROF, as an absolute path; undefined when neither is given. */
+export function cpuProfOption(flag: string | undefined): string | undefined {
+  const dir = flag ?? process.env.BENCH_CPU_PROF;
+  return dir ? path.resolve(dir) : undefined;
+}
+
+/** Writes a script's usage, one string per line, and exits 0 (`--help`). */
+export function exitWithUsage(lines: string[]): never {
+  process.stdout.write(lines.join('\n'));
+  process.exit(0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backends: embedded PGlite, or the PostgreSQL of DATABASE_URL
+
+export type Backend = 'pglite' | 'postgres';
+
+/** The backends run when none is named: PGlite, and PostgreSQL too when there is a database URL. */
+export function defaultBackends(databaseUrl: string | undefined): Backend[] {
+  return databaseUrl ? ['pglite', 'postgres'] : ['pglite'];
+}
+
+/** Throws unless every name is a backend, and unless there is a database URL for `postgres`. */
+function checkBackends(backends: string[], databaseUrl: string | undefined): asserts backends is Backend[] {
+  for (const b of backends) {
+    if (b !== 'pglite' && b !== 'postgres') throw new Error(`unknown backend "${b}" (pglite, postgres)`);
+  }
+  if (backends.includes('postgres') && !databaseUrl)
+    throw new Error('the postgres backend needs DATABASE_URL');
+}
+
+/** `--backends LIST`, else BENCH_BACKENDS, comma-separated; else `defaultBackends`. */
+export function backendsOption(flag: string | undefined, databaseUrl: string | undefined): Backend[] {
+  const raw = flag ?? process.env.BENCH_BACKENDS;
+  const backends = raw ? raw.split(',').map((b) => b.trim()) : defaultBackends(databaseUrl);
+  checkBackends(backends, databaseUrl);
+  return backends;
+}
+
+/** `--backend B`, else BENCH_BACKEND; else PostgreSQL when there is a database URL, PGlite otherwise. */
+export function backendOption(flag: string | undefined, databaseUrl: string | undefined): Backend {
+  const backend = flag ?? process.env.BENCH_BACKEND ?? (databaseUrl ? 'postgres' : 'pglite');
+  checkBackends([backend], databaseUrl);
+  return backend as Backend;
+}
+
+/** The backends as a run's first line names them, the database URL's password hidden. */
+export function backendsLine(backends: readonly Backend[], databaseUrl: string | undefined): string {
+  return `${backends.join(' and ')}${databaseUrl && backends.includes('postgres') ? ` (${redact(databaseUrl)})` : ''}`;
+}
+
+/** The database a Ledgerhook started on `dataDir` used: PGlite keeps its files under it. */
+export function backendOfDataDir(dataDir: string): Backend {
+  return fs.existsSync(path.join(dataDir, 'pglite')) ? 'pglite' : 'postgres';
+}
+
+/** Ledgerhook's environment for the PostgreSQL at `databaseUrl`, with a fixed master key; none for PGlite. */
+export function ledgerhookDatabaseEnv(
+  databaseUrl: string | undefined,
+  bench: string,
+): Record<string, string> {
+  return databaseUrl ? { DATABASE_URL: databaseUrl, LEDGERHOOK_MASTER_KEY: benchMasterKey(bench) } : {};
 }
 
 export function redact(databaseUrl: string): string {
@@ -104,6 +181,51 @@ export async function createScratchDatabase(
   const url = new URL(databaseUrl);
   url.pathname = `/${name}`;
   return { url: url.toString(), drop };
+}
+
+/** `createScratchDatabase` on the server of `databaseUrl`; none without a URL (PGlite). */
+export async function createScratchDatabaseIfUrl(
+  databaseUrl: string | undefined,
+  suffix?: string,
+): Promise<{ url: string; drop: () => Promise<void> } | undefined> {
+  return databaseUrl ? createScratchDatabase(databaseUrl, suffix) : undefined;
+}
+
+/**
+ * Runs `run` on a fresh store: a temporary PGlite directory (on this thread unless
+ * BENCH_PGLITE_WORKER=1: bench:ingest's figures since issue 13 are so, while the service puts it on
+ * a worker thread by default), or a scratch PostgreSQL database, `lh_bench_<pid>_<name>`. The store
+ * module is loaded here, not by every process that imports these helpers.
+ */
+export async function withFreshStore<T>(
+  backend: Backend,
+  databaseUrl: string | undefined,
+  name: string,
+  run: (store: Store) => Promise<T>,
+): Promise<T> {
+  const { openStore } = await import('../src/store/db.js');
+  if (backend === 'pglite') {
+    const store = await openStore({
+      pgliteDir: path.join(makeTempDir(`ledgerhook-bench-${name}-`), 'pglite'),
+      pgliteWorker: process.env.BENCH_PGLITE_WORKER === '1',
+    });
+    try {
+      return await run(store);
+    } finally {
+      await store.close();
+    }
+  }
+  const scratch = await createScratchDatabase(databaseUrl!, name);
+  try {
+    const store = await openStore({ databaseUrl: scratch.url, onError: () => {} });
+    try {
+      return await run(store);
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await scratch.drop();
+  }
 }
 
 export function machineLine(): string {
@@ -174,6 +296,11 @@ export function makeTempDir(prefix: string): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
   tempDirs.add(dir);
   return dir;
+}
+
+/** `node` flags writing V8 CPU profiles into `dir/name` (Node names the files, one per thread), or none. */
+export function cpuProfArgs(dir: string | undefined, name: string): string[] {
+  return dir ? ['--cpu-prof', '--cpu-prof-dir', path.join(dir, name)] : [];
 }
 
 /** Runs `main`, cleans up, and exits 0, or 1 after printing why it failed. */

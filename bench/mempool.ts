@@ -18,16 +18,20 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import {
   apiCall,
-  benchMasterKey,
+  backendOfDataDir,
   cleanEnv,
   commCpuDelta,
   commCpuSeconds,
-  createScratchDatabase,
+  cpuProfArgs,
+  createScratchDatabaseIfUrl,
+  databaseUrlOption,
+  exitWithUsage,
   fixed,
   formatTable,
   freePort,
   grouped,
   isLoopback,
+  ledgerhookDatabaseEnv,
   logLevelOption,
   machineLine,
   makeTempDir,
@@ -46,6 +50,7 @@ import {
   stopServer,
   type TimingReceiver,
   waitUntilServing,
+  wholeNumberOption,
 } from './lib.js';
 import type { ClientMessage, ClientResult, Memory } from './mempool-client.js';
 import type { Appearance, NodeCommand, NodeMessage, NodeStats } from './mempool-esplora.js';
@@ -92,37 +97,32 @@ function readOptions(): Options {
     },
   });
   if (values.help) {
-    process.stdout.write(
-      [
-        'Usage: npm run bench:mempool [-- options]',
-        '  --pool N                transactions in the node pool (BENCH_POOL, default 100000)',
-        '  --rate N                transactions entering (and leaving) a second (BENCH_RATE, default 20)',
-        '  --step MS               turnover step: rate × step / 1000 in and out each (BENCH_STEP, default 100)',
-        '  --watched N             watched addresses, lists of 100,000 (BENCH_WATCHED, default 1000000)',
-        '  --hit-every N           one new transaction in N pays a watched address (BENCH_HIT_EVERY, default 10)',
-        '  --poll MS               LEDGERHOOK_WATCH_POLL_INTERVAL of the service and the clients (BENCH_POLL, default 200)',
-        '  --duration S            the service steady window (BENCH_DURATION, default 60)',
-        '  --reference-duration S  the bare poller and reader-alone steady windows (BENCH_REFERENCE_DURATION, default 10)',
-        '  --warmup S              after the startup read, before the window (BENCH_WARMUP, default 5)',
-        '  --database URL          PostgreSQL (a database of its own is created and dropped); default',
-        '                          DATABASE_URL, else PGlite',
-        '  --cpu-prof DIR          V8 CPU profiles into DIR/{bare,reader,service}, summarised over each steady window (BENCH_CPU_PROF)',
-        '  --log-level L           LOG_LEVEL of Ledgerhook (BENCH_LOG_LEVEL, default warn)',
-        '',
-      ].join('\n'),
-    );
-    process.exit(0);
+    exitWithUsage([
+      'Usage: npm run bench:mempool [-- options]',
+      '  --pool N                transactions in the node pool (BENCH_POOL, default 100000)',
+      '  --rate N                transactions entering (and leaving) a second (BENCH_RATE, default 20)',
+      '  --step MS               turnover step: rate × step / 1000 in and out each (BENCH_STEP, default 100)',
+      '  --watched N             watched addresses, lists of 100,000 (BENCH_WATCHED, default 1000000)',
+      '  --hit-every N           one new transaction in N pays a watched address (BENCH_HIT_EVERY, default 10)',
+      '  --poll MS               LEDGERHOOK_WATCH_POLL_INTERVAL of the service and the clients (BENCH_POLL, default 200)',
+      '  --duration S            the service steady window (BENCH_DURATION, default 60)',
+      '  --reference-duration S  the bare poller and reader-alone steady windows (BENCH_REFERENCE_DURATION, default 10)',
+      '  --warmup S              after the startup read, before the window (BENCH_WARMUP, default 5)',
+      '  --database URL          PostgreSQL (a database of its own is created and dropped); default',
+      '                          DATABASE_URL, else PGlite',
+      '  --cpu-prof DIR          V8 CPU profiles into DIR/{bare,reader,service}, summarised over each steady window (BENCH_CPU_PROF)',
+      '  --log-level L           LOG_LEVEL of Ledgerhook (BENCH_LOG_LEVEL, default warn)',
+      '',
+    ]);
   }
-  const databaseUrl = values.database?.trim() || process.env.DATABASE_URL?.trim() || undefined;
-  const whole = (flag: string | undefined, env: string, fallback: number, min: number) =>
-    Math.floor(numberOption(flag, env, fallback, min));
+  const databaseUrl = databaseUrlOption(values.database);
   return {
-    pool: whole(values.pool, 'BENCH_POOL', 100_000, 1),
+    pool: wholeNumberOption(values.pool, 'BENCH_POOL', 100_000, 1),
     rate: numberOption(values.rate, 'BENCH_RATE', 20, 0.1),
-    stepMs: whole(values.step, 'BENCH_STEP', 100, 10),
-    watched: whole(values.watched, 'BENCH_WATCHED', 1_000_000, 1),
-    hitEvery: whole(values['hit-every'], 'BENCH_HIT_EVERY', 10, 1),
-    pollMs: whole(values.poll, 'BENCH_POLL', 200, 10),
+    stepMs: wholeNumberOption(values.step, 'BENCH_STEP', 100, 10),
+    watched: wholeNumberOption(values.watched, 'BENCH_WATCHED', 1_000_000, 1),
+    hitEvery: wholeNumberOption(values['hit-every'], 'BENCH_HIT_EVERY', 10, 1),
+    pollMs: wholeNumberOption(values.poll, 'BENCH_POLL', 200, 10),
     durationSeconds: numberOption(values.duration, 'BENCH_DURATION', 60, 1),
     referenceSeconds: numberOption(values['reference-duration'], 'BENCH_REFERENCE_DURATION', 10, 1),
     warmupSeconds: numberOption(values.warmup, 'BENCH_WARMUP', 5, 0),
@@ -134,11 +134,6 @@ function readOptions(): Options {
 
 /** The monotonic clock in µs: V8's CPU profiles stamp their samples with it, in every process of the host. */
 const monotonicMicros = () => Number(process.hrtime.bigint() / 1000n);
-
-/** `--cpu-prof` into DIR/<name> with --cpu-prof DIR (Node names the files, one per thread). */
-function profileArgs(options: Options, name: string): string[] {
-  return options.cpuProf ? ['--cpu-prof', '--cpu-prof-dir', path.join(options.cpuProf, name)] : [];
-}
 
 // ---------------------------------------------------------------------------------------------
 // The loopback Esplora node, over IPC
@@ -236,7 +231,7 @@ async function runClient(node: EsploraNode, mode: 'bare' | 'reader', options: Op
       String(options.referenceSeconds * 1000),
     ],
     cleanEnv({}),
-    { ipc: true, nodeArgs: ['--expose-gc', ...profileArgs(options, mode)] },
+    { ipc: true, nodeArgs: ['--expose-gc', ...cpuProfArgs(options.cpuProf, mode)] },
   );
   let nodeCpuStart: number | undefined;
   let nodeCpuSeconds: number | undefined;
@@ -323,9 +318,7 @@ async function runService(
   options: Options,
 ): Promise<ServiceRun> {
   await node.ask({ cmd: 'close' }, 'closed');
-  const scratch = options.databaseUrl
-    ? await createScratchDatabase(options.databaseUrl, 'mempool')
-    : undefined;
+  const scratch = await createScratchDatabaseIfUrl(options.databaseUrl, 'mempool');
   try {
     const port = await freePort();
     const dataDir = makeTempDir('ledgerhook-bench-mempool-');
@@ -337,16 +330,14 @@ async function runService(
       LEDGERHOOK_WATCH_POLL_INTERVAL: `${options.pollMs}ms`,
       LEDGERHOOK_RATE_LIMIT: 'off',
       LOG_LEVEL: options.logLevel,
-      ...(scratch
-        ? { DATABASE_URL: scratch.url, LEDGERHOOK_MASTER_KEY: benchMasterKey('ledgerhook-bench-mempool') }
-        : {}),
+      ...ledgerhookDatabaseEnv(scratch?.url, 'ledgerhook-bench-mempool'),
     });
-    const nodeArgs = profileArgs(options, 'service');
+    const nodeArgs = cpuProfArgs(options.cpuProf, 'service');
     const server = startServer('ledgerhook', ['src/main.ts', 'serve'], env, { nodeArgs });
     try {
       const base = `http://127.0.0.1:${port}`;
       await waitUntilServing(server, `${base}/healthz`);
-      const backend = fs.existsSync(path.join(dataDir, 'pglite')) ? 'pglite' : 'postgres';
+      const backend = backendOfDataDir(dataDir);
       const token = await serverToken(server, env);
       process.stdout.write(
         `  service (${backend}): creating ${grouped(addresses.length)} watched addresses... `,

@@ -11,9 +11,17 @@ import { sql } from 'drizzle-orm';
 import { chainNotificationId, enqueueNotifications, type NewNotification } from '../src/notify/outbox.js';
 import { notifications } from '../src/notify/schema.js';
 import type { Db } from '../src/store/db.js';
-import type { Backend } from './followed-network.js';
-import { onBackend } from './followed-network.js';
-import { databaseUrlOption, fixed, formatTable, machineLine, numberOption, runMain } from './lib.js';
+import {
+  type Backend,
+  databaseUrlOption,
+  defaultBackends,
+  fixed,
+  formatTable,
+  machineLine,
+  runMain,
+  wholeNumberOption,
+  withFreshStore,
+} from './lib.js';
 
 interface Variant {
   name: string;
@@ -134,7 +142,7 @@ async function measure(
   rows: number,
   transactions: number,
 ): Promise<{ wallMs: number; cpuMs: number }> {
-  return onBackend(backend, databaseUrl, 'outbox', async (store) => {
+  return withFreshStore(backend, databaseUrl, 'outbox', async (store) => {
     await store.migrate();
     const { db } = store;
     for (const statement of variant.prepare ?? []) await db.execute(sql.raw(statement));
@@ -166,12 +174,12 @@ async function main(): Promise<void> {
       variants: { type: 'string' },
     },
   });
-  const rows = Math.floor(numberOption(values.rows, 'BENCH_ROWS', 160, 1));
-  const transactions = Math.floor(numberOption(values.transactions, 'BENCH_TRANSACTIONS', 200, 1));
-  const rounds = Math.floor(numberOption(values.rounds, 'BENCH_ROUNDS', 3, 1));
+  const rows = wholeNumberOption(values.rows, 'BENCH_ROWS', 160, 1);
+  const transactions = wholeNumberOption(values.transactions, 'BENCH_TRANSACTIONS', 200, 1);
+  const rounds = wholeNumberOption(values.rounds, 'BENCH_ROUNDS', 3, 1);
   const chosen = values.variants?.split(',').map(Number) ?? VARIANTS.map((_, i) => i);
   const databaseUrl = databaseUrlOption();
-  const backends: Backend[] = databaseUrl ? ['pglite', 'postgres'] : ['pglite'];
+  const backends = defaultBackends(databaseUrl);
   process.stdout.write(
     `bench:outbox-write: ${transactions} transactions of ${rows} notifications, ${rounds} rounds; ${machineLine()}\n`,
   );

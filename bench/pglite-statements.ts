@@ -1,7 +1,7 @@
 /**
  * What one statement costs on embedded PGlite, by the way it is sent: the evidence behind what
- * remains of registry get on PGlite in bench:api (see bench/README.md). PGlite runs PostgreSQL
- * compiled to WebAssembly in this thread, so parsing and planning are CPU of ours.
+ * remains of registry get on PGlite in bench:api (see bench/results/2026-11-24-api-issue-13.md).
+ * PGlite runs PostgreSQL compiled to WebAssembly in this thread, so parsing and planning are CPU of ours.
  *
  *   npx tsx bench/pglite-statements.ts
  */

@@ -1,6 +1,7 @@
 // Builds the service into dist/: one ES-module bundle split into chunks (the CLI loads what each
 // command needs), plus the PGlite worker thread's own entry. Loading ~2,000 files from
-// node_modules cost 1.75 s of CPU at every start; the bundle starts in 0.8 s (bench/README.md).
+// node_modules cost 1.75 s of CPU at every start; the bundle starts in 0.8 s
+// (bench/results/2026-11-24-process-start.md).
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
