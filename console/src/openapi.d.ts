@@ -454,7 +454,7 @@ export interface paths {
         put?: never;
         /**
          * Replay history for the subscription's addresses or contract event
-         * @description Notifies what the live follower would have for the blocks of the range, marked `"backfill": true`, through the same outbox and with the same deduplication: a transfer (or contract event) already notified is not sent again. Address subscriptions (`ADDRESS_TRANSACTION`) and contract event subscriptions (`CONTRACT_LOG_EVENT`) can be backfilled. One backfill runs per subscription at a time (a second is 409 naming it, `existingId`). Blocks are notified once as deep as the subscription's `confirmations`. The history comes from the cheapest source of the network's family (the view's `method` says which and how it is throttled): EVM `eth_getLogs` and a block scan for native transfers, and for a contract event `eth_getLogs` with its topic0 (and filtered argument values) on its contracts, 1,000 a query, or on any contract, then a block header per block with events (a range the node refuses as too large is halved until it passes); Bitcoin Esplora address histories (a block scan through Bitcoin Core); Algorand the indexer's account transactions (a round scan through algod alone); Solana `getSignaturesForAddress` and `getTransaction`. A network without a configured node is a 400.
+         * @description Notifies what the live follower would have for the blocks of the range, marked `"backfill": true`, through the same outbox and with the same deduplication: a transfer (or contract event) already notified is not sent again. Address subscriptions (`ADDRESS_TRANSACTION`) and contract event subscriptions (`CONTRACT_LOG_EVENT`) can be backfilled. One backfill runs per subscription at a time (a second is 409 naming it, `existingId`). Blocks are notified once as deep as the subscription's `confirmations`. The history comes from the cheapest source of the network's family (the view's `method` says which and how it is throttled): EVM `eth_getLogs` and a block scan for native transfers, and for a contract event `eth_getLogs` with its topic0 (and filtered argument values) on its contracts, 1,000 a query, or on any contract, then a block header per block with events (a range the node refuses as too large is halved until it passes); Bitcoin Esplora address histories (a block scan through Bitcoin Core); Algorand the indexer's account transactions (a round scan through algod alone); Solana `getSignaturesForAddress` and `getTransaction`; Tron every block of the range (`getblockbynum` and `gettransactioninfobyblocknum`). A network without a configured node is a 400.
          */
         post: operations["startBackfill"];
         /**
@@ -476,7 +476,7 @@ export interface paths {
         };
         /**
          * Look up one transaction, normalised across chains
-         * @description Networks: ETH, BSC, POL, GLRM (GLMR), BASE, ARB, OP, AVAX, SEPOLIA, ALGO, BTC, SOL and any configured one. On EVM networks whose node has traces, `internalTransfers` lists the value its contract calls moved. Unknown network or malformed id: 400 before any node is asked; unknown transaction: 404; node unreachable or failing: 503 with Retry-After. Final transactions are cached.
+         * @description Networks: ETH, BSC, POL, GLRM (GLMR), BASE, ARB, OP, AVAX, SEPOLIA, ALGO, BTC, SOL, TRON (NILE, SHASTA) and any configured one. On EVM networks whose node has traces, `internalTransfers` lists the value its contract calls moved. Unknown network or malformed id: 400 before any node is asked; unknown transaction: 404; node unreachable or failing: 503 with Retry-After. Final transactions are cached.
          */
         get: operations["getTransaction"];
         put?: never;
@@ -596,11 +596,11 @@ export interface components {
             address: string;
             /** @description Transaction id (hash, signature) as the chain writes it */
             txId: string;
-            /** @description `native` for the chain’s own asset, `token` for a token or NFT, `fee` (EVM, with `attr.fees`) for the fee a watched sender paid for a mined transaction */
+            /** @description `native` for the chain’s own asset, `token` for a token or NFT, `fee` (EVM and Tron, with `attr.fees`) for the fee a watched sender paid for a mined transaction */
             type: "native" | "token" | "fee";
             /** @description Block (round, slot) holding the transaction; absent while in the mempool */
             blockNumber?: number;
-            /** @description Token contract address (mint, asset id) for tokens; the native asset’s symbol (ETH, BTC, ALGO, SOL…) otherwise */
+            /** @description Token contract address (mint, asset id) for tokens; the native asset’s symbol (ETH, BTC, ALGO, SOL, TRX…) otherwise; on Tron a TRC-10 token id or a TRC-20 contract’s base58 address */
             asset: string;
             /**
              * @description Decimal amount in display units, signed from the point of view of `address` (+ credited, − debited; negative on EVM chains, where `address` is the sender); an NFT count for ERC-721/1155
@@ -619,17 +619,17 @@ export interface components {
             /** @description On EVM chains the recipient (absent on a `fee`); elsewhere the single counterparty, absent if several */
             counterAddress?: string;
             /**
-             * @description EVM: native value moved by a contract call (an internal transfer), found in the block’s traces; `address` is the sending contract
+             * @description EVM: native value moved by a contract call (an internal transfer), found in the block’s traces; `address` is the sending contract. Tron: TRX or a TRC-10 token moved by a contract call (the info’s `internal_transactions`)
              * @enum {boolean}
              */
             internal?: true;
             /**
-             * @description With `internal`: the call’s position below the transaction’s call, child indexes joined by dots (every child counted, static and delegate calls included)
+             * @description With `internal`: the call’s position below the transaction’s call, child indexes joined by dots (every child counted, static and delegate calls included); on Tron its index among the transaction’s internal transactions
              * @example 0.2.1
              */
             traceAddress?: string;
             /**
-             * @description On a `fee`: the transaction reverted; it moved nothing, but its fee was paid
+             * @description On a `fee`: the transaction reverted (Tron: failed, e.g. out of energy); it moved nothing, but its fee was paid
              * @enum {boolean}
              */
             failed?: true;
@@ -644,7 +644,7 @@ export interface components {
             id: string;
             /** Format: uuid */
             subscriptionId: string;
-            /** @description The network’s name (ETH, BTC, SOL, DEVNET…) */
+            /** @description The network’s name (ETH, BTC, SOL, TRON, DEVNET…) */
             chain: string;
             /** @description The subscription’s address this transfer touched */
             watchedAddress: string;
@@ -1948,11 +1948,11 @@ export interface operations {
                         address?: string;
                         /** @description A list of addresses of the chain (up to 100,000; more through /subscription/{id}/addresses), instead of `address`. Repeats are watched once. May be empty */
                         addresses?: string[];
-                        /** @description A configured network: ETH, BSC, POL, GLRM, BASE, ARB, OP, AVAX, SEPOLIA, ALGO, BTC, SOL… */
+                        /** @description A configured network: ETH, BSC, POL, GLRM, BASE, ARB, OP, AVAX, SEPOLIA, ALGO, BTC, SOL, TRON, NILE, SHASTA… */
                         chain: string;
                         /** @description http(s) endpoint that receives the notifications */
                         url: string;
-                        /** @description EVM only (default false): also a `type: "fee"` notification for each mined transaction a watched address sent, `failed: true` when it reverted (Tatum’s PAID_FEE and OUTGOING_FAILED_TX). Elsewhere a notification’s amount already includes the fee */
+                        /** @description EVM and Tron (default false): also a `type: "fee"` notification for each mined transaction a watched address sent (on Tron, each that cost it TRX or failed), `failed: true` when it reverted (Tatum’s PAID_FEE and OUTGOING_FAILED_TX). Elsewhere a notification’s amount already includes the fee */
                         fees?: boolean;
                         /** @description CONTRACT_LOG_EVENT (required): the event as a human-readable ABI signature (`event Transfer(address indexed from, address indexed to, uint256 value)`), a JSON ABI fragment, or a bare topic0 (`0x` + 64 hex digits: nothing decoded, the body carries the raw topics and data) */
                         event?: string | {
@@ -1965,7 +1965,7 @@ export interface operations {
                             [key: string]: unknown;
                         };
                     };
-                    /** @description Pending notifications (`mempool: true`, no `blockNumber`) before the mined one, withdrawn with `dropped: true` if the transaction can no longer be mined. Address subscriptions on EVM networks (default true) and Bitcoin networks (default false); refused on Algorand (rounds are final within seconds) and Solana (no public mempool). Contract events come from mined blocks */
+                    /** @description Pending notifications (`mempool: true`, no `blockNumber`) before the mined one, withdrawn with `dropped: true` if the transaction can no longer be mined. Address subscriptions on EVM networks (default true) and Bitcoin networks (default false); refused on Algorand (rounds are final within seconds), Solana (no public mempool) and Tron (java-tron shows no pending transactions). Contract events come from mined blocks */
                     mempool?: boolean;
                     /** @description Default 1 (EVM), 2 (UTXO) */
                     confirmations?: number;
@@ -3729,7 +3729,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description e.g. ETH, ALGO, BTC, SOL */
+                /** @description e.g. ETH, ALGO, BTC, SOL, TRON */
                 network: string;
                 txId: string;
             };
@@ -3788,15 +3788,15 @@ export interface operations {
                          * @description Block time, seconds since the epoch. Exact, even beyond 2^53.
                          */
                         roundTime: number | null;
-                        /** @description Sender (Bitcoin: the first input’s address; Solana: the fee payer) */
+                        /** @description Sender (Bitcoin: the first input’s address; Solana: the fee payer; Tron: the contract’s owner, base58) */
                         sender: string | null;
                         /** @description Algorand: sender rewards in µAlgo */
                         senderRewards: string | null;
-                        /** @description Algorand signature.sig (base64), or the multisig/logicsig object; EVM r‖s‖v hex; Solana the first signature; null for Bitcoin */
+                        /** @description Algorand signature.sig (base64), or the multisig/logicsig object; EVM r‖s‖v hex; Solana the first signature; Tron the first signature, hex; null for Bitcoin */
                         signature: (string | null) | {
                             [key: string]: unknown;
                         };
-                        /** @description Algorand tx-type; EVM create, transfer or call; Bitcoin coinbase or transfer; Solana the instruction */
+                        /** @description Algorand tx-type; EVM create, transfer or call; Bitcoin coinbase or transfer; Solana the instruction; Tron the contract type */
                         txType: string | null;
                         /** @description EVM, where the node has traces (absent where it has none): native value the transaction’s contract calls moved, in call order; empty when none did, or when the transaction reverted */
                         internalTransfers?: {

@@ -23,11 +23,11 @@ export type components = {
             address: string;
             /** @description Transaction id (hash, signature) as the chain writes it */
             txId: string;
-            /** @description `native` for the chain’s own asset, `token` for a token or NFT, `fee` (EVM, with `attr.fees`) for the fee a watched sender paid for a mined transaction */
+            /** @description `native` for the chain’s own asset, `token` for a token or NFT, `fee` (EVM and Tron, with `attr.fees`) for the fee a watched sender paid for a mined transaction */
             type: "native" | "token" | "fee";
             /** @description Block (round, slot) holding the transaction; absent while in the mempool */
             blockNumber?: number;
-            /** @description Token contract address (mint, asset id) for tokens; the native asset’s symbol (ETH, BTC, ALGO, SOL…) otherwise */
+            /** @description Token contract address (mint, asset id) for tokens; the native asset’s symbol (ETH, BTC, ALGO, SOL, TRX…) otherwise; on Tron a TRC-10 token id or a TRC-20 contract’s base58 address */
             asset: string;
             /**
              * @description Decimal amount in display units, signed from the point of view of `address` (+ credited, − debited; negative on EVM chains, where `address` is the sender); an NFT count for ERC-721/1155
@@ -46,17 +46,17 @@ export type components = {
             /** @description On EVM chains the recipient (absent on a `fee`); elsewhere the single counterparty, absent if several */
             counterAddress?: string;
             /**
-             * @description EVM: native value moved by a contract call (an internal transfer), found in the block’s traces; `address` is the sending contract
+             * @description EVM: native value moved by a contract call (an internal transfer), found in the block’s traces; `address` is the sending contract. Tron: TRX or a TRC-10 token moved by a contract call (the info’s `internal_transactions`)
              * @enum {boolean}
              */
             internal?: true;
             /**
-             * @description With `internal`: the call’s position below the transaction’s call, child indexes joined by dots (every child counted, static and delegate calls included)
+             * @description With `internal`: the call’s position below the transaction’s call, child indexes joined by dots (every child counted, static and delegate calls included); on Tron its index among the transaction’s internal transactions
              * @example 0.2.1
              */
             traceAddress?: string;
             /**
-             * @description On a `fee`: the transaction reverted; it moved nothing, but its fee was paid
+             * @description On a `fee`: the transaction reverted (Tron: failed, e.g. out of energy); it moved nothing, but its fee was paid
              * @enum {boolean}
              */
             failed?: true;
@@ -71,7 +71,7 @@ export type components = {
             id: string;
             /** Format: uuid */
             subscriptionId: string;
-            /** @description The network’s name (ETH, BTC, SOL, DEVNET…) */
+            /** @description The network’s name (ETH, BTC, SOL, TRON, DEVNET…) */
             chain: string;
             /** @description The subscription’s address this transfer touched */
             watchedAddress: string;
