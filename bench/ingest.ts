@@ -39,6 +39,7 @@ import { bitcoinPass } from './ingest-bitcoin.js';
 import { evmEventsPass } from './ingest-evm-events.js';
 import { solanaPass } from './ingest-solana.js';
 import { solanaStreamPass } from './ingest-solana-stream.js';
+import { tronPass } from './ingest-tron.js';
 import {
   type Backend,
   backendsLine,
@@ -103,7 +104,7 @@ interface Options {
   serveChain: string | undefined;
   /** How the traced passes read traces (internal transfers); off: no traced passes. */
   traces: BenchTraces;
-  /** The solana-stream pass: minutes streamed, and its random watched addresses. */
+  /** The solana-stream pass: minutes streamed; its and the tron pass's random watched addresses. */
   minutes: number;
   streamWatched: number;
 }
@@ -121,7 +122,16 @@ interface FollowedOptions {
 /** A node's URL as printed: its origin only (a path or query may hold an API key). */
 const redactUrl = (url: string) => new URL(url).origin;
 
-const PASSES = ['evm', 'evm-hits', 'evm-events', 'bitcoin', 'algorand', 'solana', 'solana-stream'] as const;
+const PASSES = [
+  'evm',
+  'evm-hits',
+  'evm-events',
+  'bitcoin',
+  'algorand',
+  'solana',
+  'tron',
+  'solana-stream',
+] as const;
 /** solana-stream runs for minutes: only when named. */
 const DEFAULT_PASSES = PASSES.filter((p) => p !== 'solana-stream');
 
@@ -192,12 +202,14 @@ function readOptions(): Options {
       '                           PGlite runs on this thread; BENCH_PGLITE_WORKER=1 puts it on a worker thread, as',
       '                           the service does by default (LEDGERHOOK_PGLITE_WORKER)',
       '  --log-level L            level of the follower logger (BENCH_LOG_LEVEL, default warn)',
-      '  --passes LIST            evm,evm-hits,evm-events,bitcoin,algorand,solana,solana-stream (BENCH_PASSES,',
+      '  --passes LIST            evm,evm-hits,evm-events,bitcoin,algorand,solana,tron,solana-stream (BENCH_PASSES,',
       '                           default all but solana-stream, which runs only when named);',
       '                           evm-hits is 2,000 blocks of 20 transfers, every one notified (--blocks,',
       '                           --transfers-per-block and --hit-rate do not apply to it)',
       '                           solana-stream: slots every 400 ms for --minutes, followed with --watched',
       '                           random watched addresses (default 10000000 for it)',
+      '                           tron: 20 copies of mainnet block 69351239 with --watched random watched',
+      '                           addresses (default 10000000 for it)',
       '  --event-subscriptions N  evm-events: contract event subscriptions applied (BENCH_EVENT_SUBSCRIPTIONS,',
       '                           default 10000)',
       '  --event-hit-rates LIST   evm-events: one case per share of followed logs made to match a subscription',
@@ -1136,6 +1148,8 @@ async function main(): Promise<void> {
   if (options.passes.includes('algorand'))
     process.stdout.write(`${(await algorandPass(options)).join('\n')}\n`);
   if (options.passes.includes('solana')) process.stdout.write(`${(await solanaPass(options)).join('\n')}\n`);
+  if (options.passes.includes('tron'))
+    process.stdout.write(`${(await tronPass({ ...options, watched: options.streamWatched })).join('\n')}\n`);
   if (options.passes.includes('solana-stream'))
     process.stdout.write(
       `${(await solanaStreamPass({ ...options, watched: options.streamWatched })).join('\n')}\n`,

@@ -33,7 +33,7 @@ function configError(fn: () => unknown): ConfigError {
 describe('the built-in catalog', () => {
   const catalog = loadNetworks({});
 
-  test('lists ETH, BSC, POL, GLRM, BASE, ARB, OP, AVAX, SEPOLIA, ALGO, BTC and SOL', () => {
+  test('lists ETH, BSC, POL, GLRM, BASE, ARB, OP, AVAX, SEPOLIA, ALGO, BTC, SOL, TRON, NILE and SHASTA', () => {
     expect(catalog.names()).toEqual([
       'ETH',
       'BSC',
@@ -47,6 +47,9 @@ describe('the built-in catalog', () => {
       'ALGO',
       'BTC',
       'SOL',
+      'TRON',
+      'NILE',
+      'SHASTA',
     ]);
     expect(catalog.list().map((n) => n.name)).toEqual(catalog.names());
   });
@@ -64,6 +67,9 @@ describe('the built-in catalog', () => {
     ['ALGO', 'algorand', undefined, 'ALGO', 6],
     ['BTC', 'bitcoin', undefined, 'BTC', 8],
     ['SOL', 'solana', undefined, 'SOL', 9],
+    ['TRON', 'tron', undefined, 'TRX', 6],
+    ['NILE', 'tron', undefined, 'TRX', 6],
+    ['SHASTA', 'tron', undefined, 'TRX', 6],
   ] as const)(
     '%s: family %s, chain id %s, native %s with %i decimals',
     (name, family, chainId, symbol, decimals) => {
@@ -628,6 +634,49 @@ describe('the tracing node of an EVM network (tracesRpc)', () => {
     const empty = configFile({ networks: { ETH: { tracesRpc: [] } } });
     expect(() => loadNetworks({ LEDGERHOOK_CONFIG: empty })).toThrow(
       /networks\.ETH\.tracesRpc must name at least one URL/,
+    );
+  });
+});
+
+describe('Tron networks and their request headers', () => {
+  test('TronGrid by default; Tatum’s names; headers from the file or LEDGERHOOK_HEADERS_<NAME>', () => {
+    const catalog = loadNetworks({});
+    expect(catalog.find('tron-mainnet')!.name).toBe('TRON');
+    expect(catalog.find('tron-testnet')!.name).toBe('SHASTA');
+    expect(catalog.find('TRON')!.rpcUrls).toEqual(['https://api.trongrid.io']);
+    expect(catalog.find('TRON')!.headers).toBeUndefined();
+    const file = configFile({ networks: { TRON: { headers: { 'TRON-PRO-API-KEY': 'from-file' } } } });
+    expect(loadNetworks({ LEDGERHOOK_CONFIG: file }).find('TRON')!.headers).toEqual({
+      'TRON-PRO-API-KEY': 'from-file',
+    });
+    const env = loadNetworks({
+      LEDGERHOOK_CONFIG: file,
+      LEDGERHOOK_HEADERS_NILE: '{"TRON-PRO-API-KEY":"nile"}',
+    });
+    expect(env.find('NILE')!.headers).toEqual({ 'TRON-PRO-API-KEY': 'nile' });
+  });
+
+  test.each([
+    [{ LEDGERHOOK_HEADERS_TRON: 'not json' }, 'LEDGERHOOK_HEADERS_TRON', /JSON object/],
+    [{ LEDGERHOOK_HEADERS_TRON: '["a"]' }, 'LEDGERHOOK_HEADERS_TRON', /object of header names/],
+    [{ LEDGERHOOK_HEADERS_TRON: '{"bad name":"x"}' }, 'LEDGERHOOK_HEADERS_TRON', /not a header name/],
+    [{ LEDGERHOOK_HEADERS_TRON: '{"x":"a\\r\\nInjected: 1"}' }, 'LEDGERHOOK_HEADERS_TRON.x', /line breaks/],
+    [{ LEDGERHOOK_HEADERS_TRON: '{"x":1}' }, 'LEDGERHOOK_HEADERS_TRON.x', /a string/],
+    [{ LEDGERHOOK_HEADERS_ETH: '{"x":"y"}' }, 'LEDGERHOOK_HEADERS_ETH', /Tron networks only/],
+  ])('%j is refused, naming %s', (env, field, detail) => {
+    const error = configError(() => loadNetworks(env));
+    expect(error.variable).toBe(field);
+    expect(error.message).toMatch(detail);
+  });
+
+  test('more than 16 headers, or a value past 4,096 characters, is refused', () => {
+    const many = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`x-h${i}`, 'v']));
+    expect(
+      configError(() => loadNetworks({ LEDGERHOOK_HEADERS_TRON: JSON.stringify(many) })).message,
+    ).toMatch(/17 headers/);
+    const long = JSON.stringify({ x: 'v'.repeat(4097) });
+    expect(configError(() => loadNetworks({ LEDGERHOOK_HEADERS_TRON: long })).message).toMatch(
+      /4096 characters/,
     );
   });
 });

@@ -30,6 +30,9 @@ describe("doctor's network selection", () => {
       'SEPOLIA',
       'ALGO',
       'BTC',
+      'TRON',
+      'NILE',
+      'SHASTA',
     ]);
     expect(selection.unknownInUse).toEqual([]);
   });

@@ -661,7 +661,7 @@ describe.each(backends)('subscription API on %s', (backend) => {
       const address = { BTC: BTC_P2WPKH, ALGO: ALGO_REAL, SOL: SOL_WRAPPED }[chain]!;
       const body = subscriptionBody(chain, address, quietUrl) as { attr: Record<string, unknown> };
       const problem = await expectRejected(t, { ...body, attr: { ...body.attr, fees: true } }, '#/attr/fees');
-      expect(problem.errors![0]!.detail).toMatch(/EVM networks; on .* already includes the fee/);
+      expect(problem.errors![0]!.detail).toMatch(/EVM and Tron networks; on .* already includes the fee/);
     });
 
     test('attr.fees on an EVM network is kept and shown; a non-boolean names #/attr/fees', async () => {
