@@ -8,9 +8,18 @@ import { eq } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { type Config, ConfigError } from '../config.js';
 import { createEnvelope, type Envelope } from '../secrets/envelope.js';
-import { loadMasterKey, MASTER_KEY_FILE } from '../secrets/master-key.js';
+import { loadMasterKey, MASTER_KEY_FILE, readMasterKeyFile } from '../secrets/master-key.js';
 import type { Db, Store } from '../store/db.js';
 import { settings } from '../store/schema.js';
+
+/**
+ * A master.key already in the data directory is read before the database is opened, so a file
+ * that is no key (a FIFO, a malformed key) is refused at once, not after the store's first start.
+ */
+export function checkMasterKeyFile(config: Config): void {
+  const keyFile = path.join(config.dataDir, MASTER_KEY_FILE);
+  if (!config.masterKey && fs.existsSync(keyFile)) readMasterKeyFile(keyFile);
+}
 
 /** The id of the master key the database's records are sealed under, once a service has started on it. */
 async function recordedMasterKeyId(db: Db): Promise<string | undefined> {

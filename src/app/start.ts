@@ -16,7 +16,7 @@ import { startDispatcher } from './delivery.js';
 import { startEventFeed } from './event-feed.js';
 import { checkListenable, startHttpServer } from './http-server.js';
 import { createServiceLogger } from './logger.js';
-import { openEnvelope } from './master-key.js';
+import { checkMasterKeyFile, openEnvelope } from './master-key.js';
 import { createServiceMetrics, createServices } from './services.js';
 import { createShutdown, type LateParts, type Shutdown } from './shutdown.js';
 import { openConfiguredStore } from './store.js';
@@ -107,6 +107,7 @@ export async function startApp(config: Config, options: StartOptions = {}): Prom
   const holder = config.databaseUrl ? undefined : dataDirHolder(config.dataDir);
   if (holder !== undefined) throw new DataDirInUseError(config.dataDir, holder);
   await checkListenable(config.host, config.port);
+  checkMasterKeyFile(config);
   const anchoredOn = anchorNetwork(config.anchor, config.networks);
   const opened = await openConfiguredStore(config, logger);
   const { store } = opened;
