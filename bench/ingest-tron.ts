@@ -34,7 +34,7 @@ const RUNS = 3;
 const COPIES = 20;
 const IN_FLIGHT = 8;
 /** Every Nth distinct address a block touches is watched (one subscription each). */
-const WATCH_EVERY = 4;
+const WATCH_EVERY = 40;
 const BASE58 = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
 
 export interface TronPassOptions {
