@@ -62,6 +62,28 @@ describe('createRiskEnricher', () => {
     expect(await risk.forNetwork('ETH')?.(['0xabcd'])).toEqual([{ '0xabcd': 40 }]);
   });
 
+  test('Tron lists are compared as base58: a hex 41… entry scores the base58 counterparty', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledgerhook-risk-'));
+    closers.push(async () => fs.rmSync(dir, { recursive: true, force: true }));
+    // USDT's contract, listed once in hex (as java-tron writes it) and once as a score of its own.
+    fs.writeFileSync(
+      path.join(dir, 'tron.csv'),
+      '41a614f803b6fd780986a42c78ec9c7f77e6ded13c,70\nTL24LCps5FKwp3PoU1MvrYrwhi5LU1tHre,30\n',
+    );
+    const risk = enricher({ ...base, networks: ['TRON'], lists: { TRON: [path.join(dir, 'tron.csv')] } });
+    expect(
+      await risk.forNetwork('TRON')?.([
+        'TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t',
+        'TL24LCps5FKwp3PoU1MvrYrwhi5LU1tHre',
+        'T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb',
+      ]),
+    ).toEqual([
+      { TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t: 70 },
+      { TL24LCps5FKwp3PoU1MvrYrwhi5LU1tHre: 30 },
+      { T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb: 0 },
+    ]);
+  });
+
   test('its failures reach /metrics', async () => {
     const receiver = await startReceiver(() => ({ status: 503 }));
     closers.push(() => receiver.close());

@@ -4,6 +4,7 @@
  */
 import type { Logger } from 'pino';
 import type { NetworkCatalog } from '../../chains/networks.js';
+import { tronAddress } from '../../chains/tron/address.js';
 import type { RiskConfig } from '../../risk-config.js';
 import { createHttpRiskProvider } from './http.js';
 import { createListRiskProvider } from './lists.js';
@@ -20,10 +21,20 @@ export interface RiskEnricher {
   close(): Promise<void>;
 }
 
-/** EVM addresses are hex, compared without regard to case (lists often hold checksummed ones). */
+/**
+ * EVM addresses are hex, compared without regard to case (lists often hold checksummed ones);
+ * Tron's are compared as base58, a list's hex `41…` entries included.
+ */
 function addressKey(catalog: NetworkCatalog | undefined) {
-  return (network: string, address: string) =>
-    catalog?.find(network)?.family === 'evm' ? address.toLowerCase() : address;
+  return (network: string, address: string) => {
+    const family = catalog?.find(network)?.family;
+    if (family === 'evm') return address.toLowerCase();
+    if (family === 'tron') {
+      const check = tronAddress(address);
+      return check.ok ? check.address : address;
+    }
+    return address;
+  };
 }
 
 /**
