@@ -5,12 +5,11 @@
  * block replaced at `confirmed`, and delivers signed notifications to a real receiver. Polling is
  * all but off: slotSubscribe is what wakes the follower.
  */
-import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { backends } from '../helpers/env.js';
 import { waitFor } from '../helpers/process.js';
-import { type Receiver, startReceiver } from '../helpers/receiver.js';
+import { type Receiver, startReceiver, verifiedBodies } from '../helpers/receiver.js';
 import {
   FAILED_PAYER,
   KIN,
@@ -60,15 +59,7 @@ describe.each(backends)('watching Solana on %s', (backend) => {
     return ready.networks.find((n) => n.network === 'SOL');
   };
   /** Every delivery, its signature verified with its subscription's secret. */
-  const bodies = (): Body[] =>
-    receiver.requests.map((r) => {
-      const body = JSON.parse(r.body) as Body;
-      new Webhook(secrets.get(body.subscriptionId as string)!).verify(
-        r.body,
-        r.headers as Record<string, string>,
-      );
-      return body;
-    });
+  const bodies = (): Body[] => verifiedBodies(receiver.requests, secrets);
   const expected = (watched: string, fields: Body): Body => ({
     address: watched,
     type: 'native',

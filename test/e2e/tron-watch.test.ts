@@ -6,14 +6,13 @@
  * Every notification is checked against one computed here from the node's answers with TronWeb,
  * and every delivery's signature with standardwebhooks.
  */
-import { Webhook } from 'standardwebhooks';
 import { BigNumber, TronWeb } from 'tronweb';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { runBackfills } from '../helpers/backfill.js';
 import { backends } from '../helpers/env.js';
 import { waitFor } from '../helpers/process.js';
-import { type Receiver, startReceiver } from '../helpers/receiver.js';
+import { type Receiver, startReceiver, verifiedBodies } from '../helpers/receiver.js';
 import {
   assembledChain,
   CONSTRUCTED,
@@ -210,15 +209,7 @@ describe.each(backends)('watching Tron on %s', (backend) => {
   };
   const atHeight = (height: number) => async () => ((await status())?.height === height ? true : undefined);
   /** Every delivery, its signature verified with its subscription's secret. */
-  const bodies = (): Body[] =>
-    receiver.requests.map((r) => {
-      const body = JSON.parse(r.body) as Body;
-      new Webhook(secrets.get(body.subscriptionId as string)!).verify(
-        r.body,
-        r.headers as Record<string, string>,
-      );
-      return body;
-    });
+  const bodies = (): Body[] => verifiedBodies(receiver.requests, secrets);
 
   beforeAll(async () => {
     node = await startTronNode({ apiKey: API_KEY, blocks: [recorded] });

@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
 import { waitFor } from './process.js';
 
 export interface ReceivedRequest {
@@ -91,4 +92,22 @@ export async function startReceiver(responder: Responder = () => ACK): Promise<R
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * Every request's JSON body, its Standard Webhooks signature verified with the secret of the
+ * subscription it names (throws on the first that does not verify).
+ */
+export function verifiedBodies(
+  requests: readonly ReceivedRequest[],
+  secrets: ReadonlyMap<string, string>,
+): Record<string, unknown>[] {
+  return requests.map((r) => {
+    const body = JSON.parse(r.body) as Record<string, unknown>;
+    new Webhook(secrets.get(body.subscriptionId as string)!).verify(
+      r.body,
+      r.headers as Record<string, string>,
+    );
+    return body;
+  });
 }
